@@ -1,0 +1,127 @@
+"""Attention math shared by targets: shapes, the float64 reference, work counts.
+
+Layout everywhere: ``(batch, seqlen, heads, head_dim)``. Causal masks are aligned bottom-right
+(as in FlashAttention): query ``i`` attends key ``j`` iff ``j <= i + seqlen_k - seqlen_q``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+DTYPES: Mapping[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+}
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """Parameters of one dense attention call.
+
+    Attributes:
+        batch: Batch size.
+        seqlen_q: Query length.
+        seqlen_k: Key/value length.
+        heads_q: Query heads.
+        heads_kv: Key/value heads (``heads_q % heads_kv == 0``; fewer means GQA/MQA).
+        head_dim: Head dimension.
+        causal: Bottom-right aligned causal mask.
+        dtype: Input and output dtype name (a key of :data:`DTYPES`).
+    """
+
+    batch: int
+    seqlen_q: int
+    seqlen_k: int
+    heads_q: int
+    heads_kv: int
+    head_dim: int
+    causal: bool
+    dtype: str
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> AttentionShape:
+        """Build from scenario parameters, validating them."""
+        known = set(cls.__dataclass_fields__)
+        extra = set(params) - known
+        if extra:
+            raise ValueError(f"unknown scenario parameters: {sorted(extra)}")
+        shape = cls(**{k: params[k] for k in known})
+        if shape.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {shape.dtype!r}")
+        if shape.heads_q % shape.heads_kv:
+            raise ValueError("heads_q must be a multiple of heads_kv")
+        return shape
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        """The torch dtype of inputs and output."""
+        return DTYPES[self.dtype]
+
+    @property
+    def softmax_scale(self) -> float:
+        """``1 / sqrt(head_dim)``."""
+        return 1.0 / math.sqrt(self.head_dim)
+
+
+def attended_pairs(seqlen_q: int, seqlen_k: int, causal: bool) -> int:
+    """Number of (query, key) pairs attended per batch element and head."""
+    if not causal:
+        return seqlen_q * seqlen_k
+    offset = seqlen_k - seqlen_q
+    # Query i attends min(seqlen_k, max(0, i + offset + 1)) keys.
+    return sum(min(seqlen_k, max(0, i + offset + 1)) for i in range(seqlen_q))
+
+
+def attention_flops(shape: AttentionShape) -> float:
+    """FLOPs of the two matmuls over attended pairs: ``4 * pairs * head_dim`` per head."""
+    pairs = attended_pairs(shape.seqlen_q, shape.seqlen_k, shape.causal)
+    return 4.0 * shape.batch * shape.heads_q * pairs * shape.head_dim
+
+
+def attention_bytes(shape: AttentionShape, out_itemsize: int) -> float:
+    """Bytes read (q, k, v) and written (out) once."""
+    item = torch.empty((), dtype=shape.torch_dtype).element_size()
+    q = shape.batch * shape.seqlen_q * shape.heads_q * shape.head_dim
+    kv = 2 * shape.batch * shape.seqlen_k * shape.heads_kv * shape.head_dim
+    return float((q + kv) * item + q * out_itemsize)
+
+
+def causal_mask(seqlen_q: int, seqlen_k: int, device: torch.device | str) -> torch.Tensor:
+    """Boolean ``(seqlen_q, seqlen_k)`` mask, True where attention is allowed (bottom-right)."""
+    rows = torch.arange(seqlen_q, device=device).unsqueeze(1)
+    cols = torch.arange(seqlen_k, device=device).unsqueeze(0)
+    return cols <= rows + (seqlen_k - seqlen_q)
+
+
+def reference_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, softmax_scale: float
+) -> torch.Tensor:
+    """Float64 attention.
+
+    Args:
+        q: ``(batch, seqlen_q, heads_q, head_dim)``.
+        k: ``(batch, seqlen_k, heads_kv, head_dim)``.
+        v: ``(batch, seqlen_k, heads_kv, head_dim)``.
+        causal: Bottom-right aligned causal mask.
+        softmax_scale: Multiplier of ``q @ k^T``.
+
+    Returns:
+        ``(batch, seqlen_q, heads_q, head_dim)`` in float64. Rows with no attended key are 0.
+    """
+    groups = q.shape[2] // k.shape[2]
+    qd = q.double().transpose(1, 2)
+    kd = k.double().transpose(1, 2).repeat_interleave(groups, dim=1)
+    vd = v.double().transpose(1, 2).repeat_interleave(groups, dim=1)
+    scores = torch.matmul(qd, kd.transpose(-1, -2)) * softmax_scale
+    if causal:
+        mask = causal_mask(q.shape[1], k.shape[1], q.device)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return torch.matmul(probs, vd).transpose(1, 2).contiguous()

@@ -1,0 +1,190 @@
+"""Building candidates: content-hash cache, a build timeout, trimmed compiler errors.
+
+The compiler runs in a child process (``python -m evals.harness.build_child``) in its own
+process group, so a timeout kills the whole tree and nothing the build does touches the harness.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from evals.harness.failures import Code, Failure
+from evals.harness.targets.base import Target
+
+BUILD_FORMAT = 1
+"""Bump to invalidate every cached build."""
+
+_ERROR_LINE = re.compile(r"\berror\b|\bundefined reference\b|fatal", re.IGNORECASE)
+_MAX_LOG_LINES = 40
+_MAX_LOG_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Outcome of a build.
+
+    Attributes:
+        key: Content hash of source, build settings and toolchain.
+        library: Path of the shared library when the build succeeded.
+        failure: Why the build failed, or None.
+        log: The compiler output, trimmed to the useful part.
+        seconds: Wall time of this build (0 when taken from the cache).
+        cached: Whether the result came from the cache.
+    """
+
+    key: str
+    library: Path | None
+    failure: Failure | None
+    log: str
+    seconds: float
+    cached: bool
+
+    def to_json(self) -> dict[str, object]:
+        """JSON form."""
+        return {
+            "key": self.key,
+            "library": str(self.library) if self.library else None,
+            "failure": self.failure.to_json() if self.failure else None,
+            "log": self.log,
+            "seconds": self.seconds,
+            "cached": self.cached,
+        }
+
+
+def default_cache_dir() -> Path:
+    """``$KERNELSEEK_CACHE`` or ``~/.cache/kernelseek``, plus ``builds``."""
+    root = os.environ.get("KERNELSEEK_CACHE") or Path.home() / ".cache" / "kernelseek"
+    return Path(root) / "builds"
+
+
+def build_key(target: Target, source: bytes) -> str:
+    """Hash of everything that determines the built library."""
+    h = hashlib.sha256()
+    meta = {
+        "format": BUILD_FORMAT,
+        "target": target.name,
+        "spec": target.build.to_json(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": sys.version_info[:2],
+    }
+    h.update(json.dumps(meta, sort_keys=True).encode())
+    h.update(b"\0")
+    h.update(source)
+    return h.hexdigest()
+
+
+def trim_log(log: str) -> str:
+    """Keep the compiler's diagnostics: from a little before the first error, at most 40 lines."""
+    lines = [ln if len(ln) <= 400 else ln[:200] + " ... " + ln[-100:] for ln in log.splitlines()]
+    first = next((i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)), None)
+    if first is None:
+        kept = lines[-_MAX_LOG_LINES:]
+    else:
+        kept = lines[max(0, first - 2) : first - 2 + _MAX_LOG_LINES]
+    text = "\n".join(kept)
+    return text if len(text) <= _MAX_LOG_CHARS else text[:_MAX_LOG_CHARS] + "\n[... trimmed]"
+
+
+def first_error(log: str) -> str:
+    """The first diagnostic line of a compiler log, for one-line reasons."""
+    for line in log.splitlines():
+        if _ERROR_LINE.search(line) and not line.startswith("FAILED"):
+            return line.strip()
+    return "compiler failed (see log)"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _from_record(record: dict[str, object], key: str) -> BuildResult | None:
+    lib = record.get("library")
+    failure = record.get("failure")
+    log = str(record.get("log", ""))
+    if isinstance(lib, str) and Path(lib).is_file():
+        return BuildResult(key, Path(lib), None, log, 0.0, True)
+    if isinstance(failure, dict) and failure.get("code") == Code.BUILD_ERROR.value:
+        return BuildResult(key, None, Failure(Code.BUILD_ERROR, failure["reason"]), log, 0.0, True)
+    return None
+
+
+def build(target: Target, source_path: Path, *, cache_dir: Path | None = None) -> BuildResult:
+    """Build ``source_path`` for ``target``, reusing a cached build of identical content.
+
+    Compiler errors are cached (they are deterministic); timeouts are not.
+    """
+    source = source_path.read_bytes()
+    key = build_key(target, source)
+    root = (cache_dir or default_cache_dir()) / key[:24]
+    record_path = root / "result.json"
+    with _locked(root.with_suffix(".lock")):
+        if record_path.is_file():
+            cached = _from_record(json.loads(record_path.read_text()), key)
+            if cached is not None:
+                return cached
+        result = _compile(target, source, key, root)
+        if result.failure is None or result.failure.code == Code.BUILD_ERROR:
+            record_path.write_text(json.dumps(result.to_json()))
+        return result
+
+
+def _compile(target: Target, source: bytes, key: str, root: Path) -> BuildResult:
+    src_dir = root / "src"
+    src_dir.mkdir(parents=True, exist_ok=True)
+    src = src_dir / f"candidate{target.contract.source_suffix}"
+    src.write_bytes(source)
+    spec = {
+        "name": f"ks_{key[:16]}",
+        "source": str(src),
+        "build_directory": str(root / "build"),
+        **target.build.to_json(),
+    }
+    (root / "build").mkdir(exist_ok=True)
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evals.harness.build_child", json.dumps(spec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=target.build.timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        seconds = time.monotonic() - start
+        reason = f"build timed out after {target.build.timeout_s:.0f} s"
+        return BuildResult(key, None, Failure(Code.BUILD_TIMEOUT, reason), "", seconds, False)
+    seconds = time.monotonic() - start
+    log = trim_log(out.decode(errors="replace"))
+    library = Path(spec["build_directory"]) / f"{spec['name']}.so"
+    if library.is_file():  # linked; loading problems are the worker's to report
+        return BuildResult(key, library, None, log, seconds, False)
+    failure = Failure(Code.BUILD_ERROR, f"build error: {first_error(log)}")
+    return BuildResult(key, None, failure, log, seconds, False)

@@ -1,0 +1,76 @@
+"""Command line: ``python -m evals.harness {check,bench,score} --target T --kernel FILE``.
+
+Exit status: 0 when every scenario is correct, 1 when the candidate failed (build error,
+crash, wrong result, ...), 2 for a bad invocation (unknown target or suite, missing file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from evals.harness import report
+from evals.harness.runner import RunSettings, evaluate
+from evals.harness.targets import target_names
+from evals.harness.verdict import Verdict
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser."""
+    p = argparse.ArgumentParser(prog="python -m evals.harness", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    helps = {
+        "check": "build the candidate and verify it on every scenario of the suite",
+        "bench": "check, then time candidate and upstream(s) per scenario",
+        "score": "the final verdict: bench with a fresh secret seed",
+    }
+    for name, text in helps.items():
+        sp = sub.add_parser(name, help=text, description=text)
+        sp.add_argument("--target", required=True, help=f"one of: {', '.join(target_names())}")
+        sp.add_argument("--kernel", required=True, type=Path, help="candidate source file")
+        sp.add_argument("--suite", default="dev", help="scenario suite (default: dev)")
+        sp.add_argument("--json", type=Path, help="also write the verdict as JSON here")
+        sp.add_argument("--cache-dir", type=Path, help="build cache directory")
+        sp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+        if name != "score":
+            sp.add_argument("--seed", type=int, help="input seed (default: random)")
+    return p
+
+
+def _write_json(verdict: Verdict, path: Path | None) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(verdict.to_json(), indent=1))
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    args = parser().parse_args(argv)
+    settings = RunSettings(
+        command=args.command,
+        target=args.target,
+        kernel=args.kernel,
+        suite=args.suite,
+        seed=getattr(args, "seed", None),
+        cache_dir=args.cache_dir,
+    )
+    progress = None if args.quiet else report.print_progress
+    verdict = evaluate(settings, progress=progress)
+    _write_json(verdict, args.json)
+    print(report.render(verdict), flush=True)
+    if verdict.status == "error":
+        assert verdict.failure is not None
+        print(f"error: {verdict.failure.reason}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK if verdict.status == "ok" else EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Failure codes: every way a run can go wrong, each with a one-line reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Code(StrEnum):
+    """Machine-readable failure codes carried in verdicts and JSON."""
+
+    # Bad invocation (the harness could not start judging).
+    UNKNOWN_TARGET = "unknown_target"
+    UNKNOWN_SUITE = "unknown_suite"
+    MISSING_FILE = "missing_file"
+    BAD_ARGUMENT = "bad_argument"
+    # The candidate as a whole.
+    BUILD_ERROR = "build_error"
+    BUILD_TIMEOUT = "build_timeout"
+    LOAD_ERROR = "load_error"
+    MISSING_ENTRY_POINT = "missing_entry_point"
+    WRONG_SIGNATURE = "wrong_signature"
+    # One scenario.
+    WRONG_SHAPE = "wrong_shape"
+    WRONG_DTYPE = "wrong_dtype"
+    WRONG_DEVICE = "wrong_device"
+    EXCEPTION = "exception"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    NAN_INF = "nan_inf"
+    UNWRITTEN_OUTPUT = "unwritten_output"
+    INACCURATE = "inaccurate"
+    HARNESS_ERROR = "harness_error"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failure with its code and a one-line, human-readable reason."""
+
+    code: Code
+    reason: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", one_line(self.reason))
+
+    def to_json(self) -> dict[str, str]:
+        """Return the JSON form: ``{"code": ..., "reason": ...}``."""
+        return {"code": self.code.value, "reason": self.reason}
+
+
+class HarnessInputError(Exception):
+    """Raised for a bad invocation: unknown target or suite, missing file, bad argument."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.reason)
+        self.failure = failure
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Collapse text to a single line of at most ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

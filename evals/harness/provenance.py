@@ -1,0 +1,53 @@
+"""Provenance: what ran where, recorded in every verdict."""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import evals
+from evals.harness.targets import Target
+
+HARNESS_VERSION = evals.__version__
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def git_revision(root: Path = _PROJECT_ROOT) -> str | None:
+    """``HEAD`` of the checkout the harness runs from (``+dirty`` when modified), or None."""
+    if not (root / ".git").exists():
+        return None
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{rev}+dirty" if dirty else rev
+
+
+def collect(target: Target, upstream_versions: dict[str, str]) -> dict[str, Any]:
+    """Device, driver, library versions, harness version and git revision."""
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {
+        "device": target.describe_device(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": cudnn,
+        "upstreams": upstream_versions,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "harness_version": HARNESS_VERSION,
+        "git_revision": git_revision(),
+        "timestamp_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }

@@ -1,0 +1,65 @@
+"""Human-readable output: progress lines while running, the results table at the end."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from evals.harness.verdict import ScenarioResult, Verdict, aggregates
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def progress_line(done: int, total: int, result: ScenarioResult) -> str:
+    """One line per finished scenario, for long runs."""
+    status = "ok" if result.correct else f"FAIL {result.failure.code if result.failure else ''}"
+    fastest = result.fastest_upstream()
+    speed = result.speedup(fastest) if fastest else None
+    tail = f" {speed:.3f}x vs {fastest}" if speed is not None else ""
+    return f"[{done}/{total}] {result.scenario.id}: {status}{tail}"
+
+
+def print_progress(done: int, total: int, result: ScenarioResult, stream: TextIO = sys.stderr) -> None:
+    """Write :func:`progress_line` to ``stream`` and flush."""
+    print(progress_line(done, total, result), file=stream, flush=True)
+
+
+def render(verdict: Verdict) -> str:
+    """The results table: per scenario correctness, error, times, speedups; then geomeans."""
+    lines = [f"{verdict.command} {verdict.target} suite={verdict.suite} "
+             f"kernel={verdict.kernel.get('path')} seed={verdict.seed}"]  # fmt: skip
+    if verdict.failure is not None and not verdict.results:
+        lines.append(f"ERROR [{verdict.failure.code}] {verdict.failure.reason}")
+        return "\n".join(lines)
+    ups = list(verdict.upstreams)
+    header = ["scenario", "ok", "max_err", "tol", "cand_us", *(f"{u}_us" for u in ups),
+              *(f"x_{u}" for u in ups), "tflops"]  # fmt: skip
+    rows = [header]
+    for r in verdict.results:
+        cand = r.times.get("candidate")
+        data: dict[str, Any] = r.to_json()
+        rows.append([
+            r.scenario.id, "yes" if r.correct else "NO",
+            _fmt(r.errors.get("max_abs"), ".2e"), _fmt(r.errors.get("tolerance"), ".2e"),
+            _fmt(cand.median_us if cand else None, ".1f"),
+            *(_fmt(r.times[u].median_us if u in r.times else None, ".1f") for u in ups),
+            *(_fmt(r.speedup(u), ".3f") for u in ups), _fmt(data["tflops"], ".3f"),
+        ])  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+    agg = aggregates(verdict.results, ups)
+    geo = ", ".join(f"{k} {_fmt(v, '.3f')}x" for k, v in agg["geomean_speedup"].items())
+    lines.append(f"passed {agg['passed']}/{agg['scenarios']}; geomean speedup: {geo}")
+    for r in verdict.results:
+        if r.failure is not None:
+            lines.append(f"  {r.scenario.id}: [{r.failure.code}] {r.failure.reason}")
+        for flag in r.flags:
+            lines.append(f"  {r.scenario.id}: note: {flag}")
+    if verdict.failure is not None:
+        lines.append(f"FAILED [{verdict.failure.code}] {verdict.failure.reason}")
+        if verdict.build and verdict.build.get("log"):
+            lines.append(str(verdict.build["log"]))
+    return "\n".join(lines)

@@ -1,0 +1,80 @@
+"""Scenario suites: data files listing scenarios, each with a stable id and its parameters."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from evals.harness.failures import Code, Failure, HarnessInputError
+
+SUITE_FORMAT = "kernelseek.suite/1"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scenario of a suite.
+
+    Attributes:
+        id: Stable identifier, unique within the target's suites.
+        params: The scenario's parameters (JSON values); the target interprets them.
+    """
+
+    id: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"id": ..., "params": {...}}``."""
+        return {"id": self.id, "params": dict(self.params)}
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named, ordered collection of scenarios loaded from a data file."""
+
+    name: str
+    scenarios: tuple[Scenario, ...]
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Scenario ids in suite order."""
+        return tuple(s.id for s in self.scenarios)
+
+
+def load_suite(path: Path, name: str) -> Suite:
+    """Load and validate a suite file.
+
+    The file is JSON: ``{"format": "kernelseek.suite/1", "scenarios": [{"id": ..., "params": ...}]}``.
+
+    Raises:
+        HarnessInputError: The file is missing, malformed, or has duplicate ids.
+    """
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise HarnessInputError(Failure(Code.UNKNOWN_SUITE, f"suite file not found: {path}")) from exc
+    except json.JSONDecodeError as exc:
+        raise HarnessInputError(Failure(Code.BAD_ARGUMENT, f"suite {path}: {exc}")) from exc
+    if not isinstance(doc, dict) or doc.get("format") != SUITE_FORMAT:
+        raise HarnessInputError(
+            Failure(Code.BAD_ARGUMENT, f"suite {path}: expected format {SUITE_FORMAT!r}")
+        )
+    scenarios: list[Scenario] = []
+    seen: set[str] = set()
+    for entry in doc.get("scenarios", []):
+        sid = entry.get("id") if isinstance(entry, dict) else None
+        if not isinstance(sid, str) or not sid:
+            raise HarnessInputError(Failure(Code.BAD_ARGUMENT, f"suite {path}: entry without id"))
+        if sid in seen:
+            raise HarnessInputError(Failure(Code.BAD_ARGUMENT, f"suite {path}: duplicate id {sid}"))
+        seen.add(sid)
+        scenarios.append(Scenario(id=sid, params=entry.get("params", {})))
+    if not scenarios:
+        raise HarnessInputError(Failure(Code.BAD_ARGUMENT, f"suite {path}: no scenarios"))
+    return Suite(name=name, scenarios=tuple(scenarios))

@@ -1,0 +1,191 @@
+"""What a target is: device, suites, candidate contract, build, reference, upstreams, accuracy rule."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from evals.harness.failures import Code, Failure, HarnessInputError
+from evals.harness.scenarios import Scenario, Suite, load_suite
+from evals.harness.timing import Timer, TimingSettings
+
+DeviceKind = Literal["cpu", "cuda"]
+Inputs = Mapping[str, Any]
+"""One input set: tensors and scalars, keyed by argument name."""
+
+SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
+
+
+@dataclass(frozen=True)
+class Contract:
+    """The candidate contract.
+
+    Attributes:
+        namespace: The torch operator namespace the candidate registers (``TORCH_LIBRARY(ns, m)``).
+        entry_points: Operator name to its exact schema string.
+        source_suffix: File suffix of the single candidate source file.
+        document: Repository path of the human-readable contract.
+    """
+
+    namespace: str
+    entry_points: Mapping[str, str]
+    source_suffix: str
+    document: str
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """How a candidate is compiled through ``torch.utils.cpp_extension``."""
+
+    extra_cflags: tuple[str, ...] = ("-O3",)
+    extra_ldflags: tuple[str, ...] = ()
+    extra_cuda_cflags: tuple[str, ...] = ()
+    with_cuda: bool = False
+    timeout_s: float = 300.0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form; part of the build cache key."""
+        return {
+            "extra_cflags": list(self.extra_cflags),
+            "extra_ldflags": list(self.extra_ldflags),
+            "extra_cuda_cflags": list(self.extra_cuda_cflags),
+            "with_cuda": self.with_cuda,
+        }
+
+
+@dataclass(frozen=True)
+class WorkerLimits:
+    """Limits applied to the worker process that runs the candidate.
+
+    Attributes:
+        call_timeout_s: Seconds one request (a verification run or a timing loop) may take.
+        memory_limit_bytes: Address-space limit of the worker (CPU targets), or None.
+        threads: Intra-op threads for candidate and upstream; None uses every allowed CPU.
+    """
+
+    call_timeout_s: float = 60.0
+    memory_limit_bytes: int | None = None
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class AccuracyRule:
+    """FlashAttention's test rule.
+
+    A candidate's max abs error against the float64 reference may be at most
+    ``upstream_factor`` times the error of ``baseline`` (an upstream, same precision, same
+    inputs) plus an absolute floor for the output dtype.
+    """
+
+    baseline: str
+    floors: Mapping[str, float]
+    upstream_factor: float = 2.0
+
+    def tolerance(self, dtype: str, baseline_error: float) -> float:
+        """Allowed max abs error for ``dtype`` given the baseline's max abs error."""
+        return self.upstream_factor * baseline_error + self.floors[dtype]
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """What the candidate must return for one scenario."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    device: str
+
+
+@dataclass(frozen=True)
+class Work:
+    """The work one call does: floating-point operations and bytes moved (inputs + output)."""
+
+    flops: float
+    bytes: float
+
+
+class Upstream(ABC):
+    """An upstream implementation the candidate is measured against."""
+
+    name: str
+
+    @abstractmethod
+    def version(self) -> str:
+        """Version string for provenance."""
+
+    def unsupported_reason(self, scenario: Scenario) -> str | None:
+        """Why this upstream cannot run ``scenario``, or None when it can."""
+        return None
+
+    @abstractmethod
+    def prepare(self, inputs: Inputs) -> Callable[[], torch.Tensor]:
+        """Return a zero-argument callable computing the output for ``inputs``."""
+
+
+@dataclass
+class Target(ABC):
+    """A target: everything the harness needs to judge candidates for one kind of kernel."""
+
+    name: str
+    device: DeviceKind
+    contract: Contract
+    build: BuildSpec
+    accuracy: AccuracyRule
+    timing: TimingSettings
+    limits: WorkerLimits
+    suite_names: tuple[str, ...] = ("dev", "full")
+    inputs_per_scenario: int = 3
+    upstreams: tuple[Upstream, ...] = field(default_factory=tuple)
+
+    def load_suite(self, name: str) -> Suite:
+        """Load one of this target's suites by name."""
+        if name not in self.suite_names:
+            known = ", ".join(self.suite_names)
+            raise HarnessInputError(
+                Failure(Code.UNKNOWN_SUITE, f"unknown suite {name!r} for {self.name} (known: {known})")
+            )
+        return load_suite(SUITES_DIR / self.name / f"{name}.json", name)
+
+    def upstream(self, name: str) -> Upstream:
+        """Return the upstream called ``name``."""
+        for up in self.upstreams:
+            if up.name == name:
+                return up
+        raise KeyError(name)
+
+    @abstractmethod
+    def make_inputs(self, scenario: Scenario, seed: int) -> Inputs:
+        """Deterministic random inputs for ``scenario`` from ``seed`` (bitwise reproducible)."""
+
+    @abstractmethod
+    def expected_output(self, scenario: Scenario) -> OutputSpec:
+        """Shape, dtype and device the candidate must return."""
+
+    @abstractmethod
+    def prepare_candidate(self, ops: Any, inputs: Inputs) -> Callable[[], torch.Tensor]:
+        """Return a zero-argument callable invoking the candidate's entry point(s).
+
+        Args:
+            ops: ``torch.ops.<namespace>`` after the candidate library is loaded.
+            inputs: One input set from :meth:`make_inputs`.
+        """
+
+    @abstractmethod
+    def reference(self, inputs: Inputs) -> torch.Tensor:
+        """The float64 reference output for ``inputs``."""
+
+    @abstractmethod
+    def work(self, scenario: Scenario) -> Work:
+        """FLOPs and bytes of one call, for TFLOP/s and GB/s."""
+
+    @abstractmethod
+    def timer(self) -> Timer:
+        """The timer used inside the worker (CPU: perf counter; CUDA: events with L2 flush)."""
+
+    def describe_device(self) -> dict[str, Any]:
+        """Device facts for provenance (name, driver, clocks where known)."""
+        return {}

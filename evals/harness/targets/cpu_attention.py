@@ -1,0 +1,173 @@
+"""The ``cpu_attention`` target: a one-file C++ attention forward on the CPU, vs torch SDPA.
+
+It exists so that every layer above the harness runs and is tested without a GPU, and as a
+cheap target for solver research. The contract is in ``kernels/cpu_attention/CONTRACT.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+
+from evals.harness.attention import (
+    AttentionShape,
+    attention_bytes,
+    attention_flops,
+    causal_mask,
+    reference_attention,
+)
+from evals.harness.scenarios import Scenario
+from evals.harness.targets.base import (
+    AccuracyRule,
+    BuildSpec,
+    Contract,
+    Inputs,
+    OutputSpec,
+    Target,
+    Upstream,
+    Work,
+    WorkerLimits,
+)
+from evals.harness.timing import PerfCounterTimer, Timer, TimingSettings
+
+NAMESPACE = "kernelseek"
+ENTRY_POINT = "attention_forward"
+SCHEMA = (
+    "attention_forward(Tensor q, Tensor k, Tensor v, bool causal, float softmax_scale) -> Tensor"
+)
+
+
+class TorchSdpaCpu(Upstream):
+    """torch's CPU ``scaled_dot_product_attention``, called on ``(b, s, h, d)`` tensors."""
+
+    name = "sdpa"
+
+    def version(self) -> str:
+        """The torch version."""
+        return f"torch {torch.__version__}"
+
+    def prepare(self, inputs: Inputs) -> Callable[[], torch.Tensor]:
+        """Callable running SDPA on the transposed views (as a user with this layout would)."""
+        q, k, v = inputs["q"], inputs["k"], inputs["v"]
+        causal: bool = inputs["causal"]
+        scale: float = inputs["softmax_scale"]
+        mask = None
+        if causal and q.shape[1] != k.shape[1]:
+            mask = causal_mask(q.shape[1], k.shape[1], q.device)
+
+        def run() -> torch.Tensor:
+            out = F.scaled_dot_product_attention(
+                q.transpose(1, 2),
+                k.transpose(1, 2),
+                v.transpose(1, 2),
+                attn_mask=mask,
+                is_causal=causal and mask is None,
+                scale=scale,
+                enable_gqa=True,
+            )
+            return out.transpose(1, 2)
+
+        return run
+
+
+class CpuAttention(Target):
+    """Dense attention forward on the CPU; bf16 and fp32; GQA; causal (bottom-right)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            name="cpu_attention",
+            device="cpu",
+            contract=Contract(
+                namespace=NAMESPACE,
+                entry_points={ENTRY_POINT: SCHEMA},
+                source_suffix=".cpp",
+                document="kernels/cpu_attention/CONTRACT.md",
+            ),
+            build=BuildSpec(
+                extra_cflags=("-O3", "-march=native", "-fopenmp"),
+                extra_ldflags=("-fopenmp",),
+                timeout_s=300.0,
+            ),
+            accuracy=AccuracyRule(baseline="sdpa", floors={"float32": 1e-5, "bfloat16": 2e-3}),
+            timing=TimingSettings(warmup=1, min_trials=5, max_trials=100, time_cap_s=2.0),
+            limits=WorkerLimits(call_timeout_s=60.0, memory_limit_bytes=8 << 30),
+            upstreams=(TorchSdpaCpu(),),
+        )
+
+    def shape(self, scenario: Scenario) -> AttentionShape:
+        """Typed parameters of ``scenario``."""
+        return AttentionShape.from_params(scenario.params)
+
+    def make_inputs(self, scenario: Scenario, seed: int) -> Inputs:
+        """Standard-normal q, k, v in the scenario dtype, from a seeded CPU generator."""
+        s = self.shape(scenario)
+        gen = torch.Generator().manual_seed(seed)
+
+        def randn(seqlen: int, heads: int) -> torch.Tensor:
+            shape = (s.batch, seqlen, heads, s.head_dim)
+            return torch.randn(shape, generator=gen, dtype=torch.float32).to(s.torch_dtype)
+
+        return {
+            "q": randn(s.seqlen_q, s.heads_q),
+            "k": randn(s.seqlen_k, s.heads_kv),
+            "v": randn(s.seqlen_k, s.heads_kv),
+            "causal": s.causal,
+            "softmax_scale": s.softmax_scale,
+        }
+
+    def expected_output(self, scenario: Scenario) -> OutputSpec:
+        """Same shape and dtype as q, on the CPU."""
+        s = self.shape(scenario)
+        return OutputSpec(
+            shape=(s.batch, s.seqlen_q, s.heads_q, s.head_dim), dtype=s.torch_dtype, device="cpu"
+        )
+
+    def prepare_candidate(self, ops: Any, inputs: Inputs) -> Callable[[], torch.Tensor]:
+        """Callable invoking ``torch.ops.kernelseek.attention_forward``."""
+        op = getattr(ops, ENTRY_POINT)
+        q, k, v = inputs["q"], inputs["k"], inputs["v"]
+        causal, scale = inputs["causal"], inputs["softmax_scale"]
+
+        def run() -> torch.Tensor:
+            out: torch.Tensor = op(q, k, v, causal, scale)
+            return out
+
+        return run
+
+    def reference(self, inputs: Inputs) -> torch.Tensor:
+        """Float64 attention of the same inputs."""
+        return reference_attention(
+            inputs["q"],
+            inputs["k"],
+            inputs["v"],
+            causal=inputs["causal"],
+            softmax_scale=inputs["softmax_scale"],
+        )
+
+    def work(self, scenario: Scenario) -> Work:
+        """Matmul FLOPs over attended pairs; bytes of q, k, v and out."""
+        s = self.shape(scenario)
+        item = torch.empty((), dtype=s.torch_dtype).element_size()
+        return Work(flops=attention_flops(s), bytes=attention_bytes(s, item))
+
+    def timer(self) -> Timer:
+        """``perf_counter_ns`` around each synchronous call."""
+        return PerfCounterTimer()
+
+    def describe_device(self) -> dict[str, Any]:
+        """CPU model and the CPUs this process may run on."""
+        model = platform.processor() or platform.machine()
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("model name"):
+                        model = line.split(":", 1)[1].strip()
+                        break
+        except OSError:
+            pass
+        return {"name": model, "cpus": len(os.sched_getaffinity(0)), "driver": None}

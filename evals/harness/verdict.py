@@ -1,0 +1,142 @@
+"""The verdict: per-scenario results, aggregates, provenance and flags; its versioned JSON."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from evals.harness.failures import Failure
+from evals.harness.scenarios import Scenario
+from evals.harness.timing import TimingStats
+
+VERDICT_SCHEMA = "kernelseek.verdict/1"
+Status = Literal["ok", "failed", "error"]
+
+
+@dataclass
+class ScenarioResult:
+    """Outcome of one scenario.
+
+    Attributes:
+        scenario: The scenario.
+        correct: Whether every checked output passed.
+        failure: The first failure, or None.
+        errors: Worst-case error figures over the checked input sets.
+        times: Timing stats per implementation (``candidate`` and upstream names).
+        unsupported: Upstream name to why it cannot run this scenario.
+        flops: FLOPs of one call; bytes: bytes moved by one call.
+        flags: Notes for a reader (e.g. timing did not converge).
+    """
+
+    scenario: Scenario
+    correct: bool = False
+    failure: Failure | None = None
+    errors: dict[str, float] = field(default_factory=dict)
+    times: dict[str, TimingStats] = field(default_factory=dict)
+    unsupported: dict[str, str] = field(default_factory=dict)
+    flops: float = 0.0
+    bytes: float = 0.0
+    flags: list[str] = field(default_factory=list)
+
+    def speedup(self, upstream: str) -> float | None:
+        """Upstream median over candidate median, or None when either is missing."""
+        cand, up = self.times.get("candidate"), self.times.get(upstream)
+        if cand is None or up is None or cand.median_us <= 0:
+            return None
+        return up.median_us / cand.median_us
+
+    def fastest_upstream(self) -> str | None:
+        """The upstream with the lowest median time on this scenario."""
+        ups = {k: v for k, v in self.times.items() if k != "candidate"}
+        return min(ups, key=lambda k: ups[k].median_us) if ups else None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form, with TFLOP/s and GB/s of the candidate."""
+        cand = self.times.get("candidate")
+        fastest = self.fastest_upstream()
+        speedups = {k: self.speedup(k) for k in self.times if k != "candidate"}
+        if fastest is not None:
+            speedups["fastest"] = self.speedup(fastest)
+        return {
+            **self.scenario.to_json(),
+            "correct": self.correct,
+            "failure": self.failure.to_json() if self.failure else None,
+            "errors": self.errors,
+            "times_us": {k: v.to_json() for k, v in self.times.items()},
+            "speedup": speedups,
+            "fastest_upstream": fastest,
+            "unsupported": self.unsupported,
+            "tflops": self.flops / cand.median_us / 1e6 if cand else None,
+            "gbps": self.bytes / cand.median_us / 1e3 if cand else None,
+            "flags": self.flags,
+        }
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    """Geometric mean of positive values, or None when there are none."""
+    vals = [v for v in values if v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def aggregates(results: list[ScenarioResult], upstreams: Iterable[str]) -> dict[str, Any]:
+    """Scenarios passed and geomean speedups vs each upstream and vs the per-scenario fastest.
+
+    Geomeans are over the correct, timed scenarios; ``all_correct`` says whether that is all.
+    """
+    passed = [r for r in results if r.correct]
+    speedups: dict[str, float | None] = {}
+    for name in [*upstreams, "fastest"]:
+        per = [
+            r.speedup(r.fastest_upstream() or "") if name == "fastest" else r.speedup(name)
+            for r in passed
+        ]
+        speedups[name] = geomean(s for s in per if s is not None)
+    return {
+        "scenarios": len(results),
+        "passed": len(passed),
+        "all_correct": len(passed) == len(results) and bool(results),
+        "geomean_speedup": speedups,
+    }
+
+
+@dataclass
+class Verdict:
+    """Everything a run concluded; ``to_json`` is the published, versioned form."""
+
+    command: str
+    target: str
+    suite: str
+    kernel: Mapping[str, Any]
+    seed: int | None
+    status: Status
+    failure: Failure | None = None
+    build: Mapping[str, Any] | None = None
+    results: list[ScenarioResult] = field(default_factory=list)
+    upstreams: dict[str, str] = field(default_factory=dict)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The verdict as JSON (schema :data:`VERDICT_SCHEMA`)."""
+        return {
+            "schema": VERDICT_SCHEMA,
+            "command": self.command,
+            "target": self.target,
+            "suite": self.suite,
+            "kernel": dict(self.kernel),
+            "seed": self.seed,
+            "status": self.status,
+            "failure": self.failure.to_json() if self.failure else None,
+            "build": dict(self.build) if self.build else None,
+            "scenarios": [r.to_json() for r in self.results],
+            "aggregates": aggregates(self.results, self.upstreams),
+            "upstreams": self.upstreams,
+            "provenance": dict(self.provenance),
+            "timing": self.timing,
+            "settings": dict(self.settings),
+            "flags": self.flags,
+        }

@@ -1,0 +1,177 @@
+"""The worker process: loads the candidate library and runs it on request.
+
+Started by :class:`evals.harness.worker_client.WorkerClient` as
+``python -m evals.harness.worker FD TARGET LIBRARY``. It generates inputs from the seeds the
+parent sends, runs the candidate (and, for timing, the upstreams) and returns outputs and
+timings. The parent computes every verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from evals.harness import channel
+from evals.harness.failures import Code, Failure, one_line
+from evals.harness.scenarios import Scenario
+from evals.harness.targets import Target, get_target
+from evals.harness.timing import TimingSettings, measure
+
+_SIGNATURE_ERROR = re.compile(
+    r"Declaration:|Expected a value of type|argument\(s\)|missing value for argument"
+)
+_NO_KERNEL = re.compile(r"Could not run '[^']+' with arguments from the '[^']+' backend")
+
+
+class CandidateError(Exception):
+    """The candidate misbehaved; carries the failure to report."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.reason)
+        self.failure = failure
+
+
+@contextlib.contextmanager
+def poisoned_allocations(enabled: bool) -> Iterator[None]:
+    """Fill memory from ``at::empty`` with NaN (or the dtype's max) while enabled.
+
+    Uses torch's deterministic mode, whose ``fill_uninitialized_memory`` makes every
+    uninitialised allocation poisoned, so output elements a candidate never writes show up.
+    """
+    if not enabled:
+        yield
+        return
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def classify_call_error(exc: BaseException) -> Failure:
+    """Turn an exception from a candidate call into a failure."""
+    text = str(exc)
+    if _NO_KERNEL.search(text):
+        return Failure(Code.MISSING_ENTRY_POINT, f"no kernel for this device: {one_line(text)}")
+    if isinstance(exc, TypeError) or _SIGNATURE_ERROR.search(text):
+        return Failure(Code.WRONG_SIGNATURE, f"wrong signature: {one_line(text)}")
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return Failure(Code.EXCEPTION, f"candidate raised {type(exc).__name__}: {first}")
+
+
+class Worker:
+    """Request handler holding the target and the loaded candidate operators."""
+
+    def __init__(self, target: Target, library: str) -> None:
+        self.target = target
+        torch.ops.load_library(library)
+        ns = target.contract.namespace
+        self.ops = getattr(torch.ops, ns)
+        for name in target.contract.entry_points:
+            try:
+                getattr(self.ops, name)
+            except (AttributeError, RuntimeError) as exc:
+                raise CandidateError(
+                    Failure(Code.MISSING_ENTRY_POINT, f"missing entry point {ns}::{name}")
+                ) from exc
+
+    def candidate(self, scenario: Scenario, seed: int) -> Callable[[], torch.Tensor]:
+        """The candidate call on the input set of ``seed``."""
+        return self.target.prepare_candidate(self.ops, self.target.make_inputs(scenario, seed))
+
+    def run(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """Run the candidate once on the inputs of ``req['seed']`` and return its output."""
+        scenario = Scenario(**req["scenario"])
+        fn = self.candidate(scenario, req["seed"])
+        start = time.perf_counter()
+        with poisoned_allocations(req.get("poison", True)):
+            try:
+                out = fn()
+            except Exception as exc:
+                raise CandidateError(classify_call_error(exc)) from exc
+            if self.target.device == "cuda":
+                torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        if not isinstance(out, torch.Tensor):
+            reason = f"wrong signature: entry point returned {type(out).__name__}, not a Tensor"
+            raise CandidateError(Failure(Code.WRONG_SIGNATURE, reason))
+        meta, payload = channel.tensor_to_wire(out)
+        return {"ok": True, "tensor": meta, "candidate_s": seconds}, payload
+
+    def time(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """Time the candidate and the named upstreams, interleaved, over rotated input sets."""
+        scenario = Scenario(**req["scenario"])
+        inputs = [self.target.make_inputs(scenario, seed) for seed in req["seeds"]]
+        impls: dict[str, list[Callable[[], object]]] = {
+            "candidate": [self.target.prepare_candidate(self.ops, inp) for inp in inputs]
+        }
+        for name in req["upstreams"]:
+            up = self.target.upstream(name)
+            impls[name] = [up.prepare(inp) for inp in inputs]
+        try:
+            run = measure(
+                impls,
+                timer=self.target.timer(),
+                settings=TimingSettings(**req["settings"]),
+                rng=random.Random(req["rng_seed"]),
+            )
+        except Exception as exc:
+            raise CandidateError(classify_call_error(exc)) from exc
+        return {
+            "ok": True,
+            "stats": {name: st.to_json() for name, st in run.stats.items()},
+            "busy_s": dict(run.busy_s),
+            "trials": run.trials,
+            "stop": run.stop,
+        }, b""
+
+
+def serve(sock: socket.socket, worker: Worker) -> None:
+    """Answer requests until ``exit`` or until the parent goes away."""
+    handlers = {"run": worker.run, "time": worker.time}
+    while True:
+        try:
+            req, _ = channel.recv(sock)
+        except channel.ChannelClosed:
+            return
+        if req.get("op") == "exit":
+            return
+        try:
+            header, payload = handlers[req["op"]](req)
+        except CandidateError as exc:
+            header, payload = {"ok": False, "failure": exc.failure.to_json()}, b""
+        channel.send(sock, header, payload)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point: ``FD TARGET LIBRARY THREADS``."""
+    sock = socket.socket(fileno=int(argv[1]))
+    target = get_target(argv[2])
+    threads = int(argv[4])
+    if threads > 0:
+        torch.set_num_threads(threads)
+    try:
+        worker = Worker(target, argv[3])
+    except CandidateError as exc:
+        channel.send(sock, {"ok": False, "failure": exc.failure.to_json()})
+        return 0
+    except OSError as exc:
+        failure = Failure(Code.LOAD_ERROR, f"cannot load the built library: {one_line(str(exc))}")
+        channel.send(sock, {"ok": False, "failure": failure.to_json()})
+        return 0
+    channel.send(sock, {"ok": True, "ready": True})
+    serve(sock, worker)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,177 @@
+"""Parent side of the worker: start it, send requests with deadlines, report deaths and hangs."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from evals.harness import channel
+from evals.harness.failures import Code, Failure, one_line
+from evals.harness.targets import Target
+
+STARTUP_TIMEOUT_S = 180.0
+
+
+class WorkerFailure(Exception):
+    """The worker died, hung or refused the candidate; carries the failure."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.reason)
+        self.failure = failure
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+class WorkerClient:
+    """One worker process running one candidate library.
+
+    Args:
+        target: The target (the worker instantiates it again by name).
+        library: The candidate's built shared library.
+        log_path: Where the worker's stdout and stderr go (the candidate may print).
+    """
+
+    def __init__(self, target: Target, library: Path, log_path: Path) -> None:
+        self.target = target
+        self.library = library
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+
+    @property
+    def threads(self) -> int:
+        """Intra-op threads given to candidate and upstream."""
+        return self.target.limits.threads or len(os.sched_getaffinity(0))
+
+    def start(self) -> None:
+        """Start the worker and wait until it has loaded the candidate.
+
+        Raises:
+            WorkerFailure: The library failed to load, lacks an entry point, or the worker died.
+        """
+        parent, child = socket.socketpair()
+        limit = self.target.limits.memory_limit_bytes
+        env = dict(os.environ, OMP_NUM_THREADS=str(self.threads), PYTHONUNBUFFERED="1")
+
+        def limit_memory() -> None:
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+        cmd = [sys.executable, "-m", "evals.harness.worker", str(child.fileno()),
+               self.target.name, str(self.library), str(self.threads)]  # fmt: skip
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                pass_fds=(child.fileno(),), start_new_session=True, preexec_fn=limit_memory,
+            )  # fmt: skip
+        child.close()
+        self.sock = parent
+        header, _ = self._receive(time.monotonic() + STARTUP_TIMEOUT_S, "starting")
+        if not header.get("ok"):
+            self.close()
+            raise WorkerFailure(_failure_from(header))
+
+    def request(
+        self, header: dict[str, Any], timeout_s: float | None = None
+    ) -> tuple[dict[str, Any], bytes]:
+        """Send a request and wait for its answer.
+
+        Raises:
+            WorkerFailure: The candidate failed (answer with ``ok: false``), the worker died
+                (crash) or did not answer in time (hang); after a death or hang the worker
+                is gone and must be restarted.
+        """
+        if self.sock is None:
+            self.start()
+        assert self.sock is not None
+        timeout = timeout_s if timeout_s is not None else self.target.limits.call_timeout_s
+        try:
+            channel.send(self.sock, header)
+        except OSError:
+            raise WorkerFailure(self._death("receiving a request")) from None
+        answer, payload = self._receive(time.monotonic() + timeout, header.get("op", "?"))
+        if not answer.get("ok"):
+            raise WorkerFailure(_failure_from(answer))
+        return answer, payload
+
+    def _receive(self, deadline: float, doing: str) -> tuple[dict[str, Any], bytes]:
+        assert self.sock is not None
+        try:
+            return channel.recv(self.sock, deadline)
+        except TimeoutError:
+            self.kill()
+            reason = f"no answer within {self.target.limits.call_timeout_s:.0f} s ({doing}): hang"
+            raise WorkerFailure(Failure(Code.TIMEOUT, reason)) from None
+        except (channel.ChannelClosed, OSError, ValueError):
+            raise WorkerFailure(self._death(doing)) from None
+
+    def _death(self, doing: str) -> Failure:
+        assert self.proc is not None
+        try:
+            rc = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            rc = self.proc.returncode
+        self.close()
+        tail = self.log_tail()
+        detail = f"; last output: {tail}" if tail else ""
+        if rc is not None and rc < 0:
+            reason = f"candidate crashed the worker with {_signal_name(-rc)} while {doing}{detail}"
+        else:
+            reason = f"worker exited with status {rc} while {doing}{detail}"
+        return Failure(Code.CRASH, reason)
+
+    def log_tail(self, lines: int = 2) -> str:
+        """The last lines the worker printed, on one line."""
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return one_line(" | ".join(text[-lines:]), 200)
+
+    def kill(self) -> None:
+        """Kill the worker's whole process group."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self.close()
+
+    def close(self) -> None:
+        """Ask the worker to exit (if alive) and release the channel."""
+        if self.sock is not None:
+            try:
+                channel.send(self.sock, {"op": "exit"})
+            except OSError:
+                pass
+            self.sock.close()
+            self.sock = None
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def _failure_from(header: dict[str, Any]) -> Failure:
+    raw = header.get("failure") or {}
+    try:
+        code = Code(raw.get("code"))
+    except ValueError:
+        code = Code.HARNESS_ERROR
+    return Failure(code, str(raw.get("reason", "worker refused the request")))
