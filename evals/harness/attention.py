@@ -34,6 +34,7 @@ class AttentionShape:
         head_dim: Head dimension.
         causal: Bottom-right aligned causal mask.
         dtype: Input and output dtype name (a key of :data:`DTYPES`).
+
     """
 
     batch: int
@@ -114,6 +115,7 @@ def reference_attention(
 
     Returns:
         ``(batch, seqlen_q, heads_q, head_dim)`` in float64. Rows with no attended key are 0.
+
     """
     groups = q.shape[2] // k.shape[2]
     qd = q.double().transpose(1, 2)

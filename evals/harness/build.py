@@ -44,6 +44,7 @@ class BuildResult:
         log: The compiler output, trimmed to the useful part.
         seconds: Wall time of this build (0 when taken from the cache).
         cached: Whether the result came from the cache.
+
     """
 
     key: str

@@ -7,15 +7,13 @@ candidate running in the worker cannot execute code in the parent through the ch
 from __future__ import annotations
 
 import json
-import time
 import select
 import socket
 import struct
+import time
 from typing import Any
 
 import torch
-
-from evals.harness.attention import DTYPES
 
 _LEN = struct.Struct("!II")
 MAX_HEADER = 1 << 20
@@ -53,6 +51,7 @@ def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict[str, 
     Raises:
         TimeoutError: Nothing complete arrived before the deadline.
         ChannelClosed: The peer closed the channel.
+
     """
     head_len, payload_len = _LEN.unpack(_recv_exact(sock, _LEN.size, deadline))
     if head_len > MAX_HEADER:
@@ -64,24 +63,30 @@ def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict[str, 
     return header, payload
 
 
-_DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+WIRE_DTYPES: dict[str, torch.dtype] = {
+    str(dt).removeprefix("torch."): dt
+    for dt in (torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn,
+               torch.float8_e5m2, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+               torch.bool)
+}  # fmt: skip
 
 
 def tensor_to_wire(t: torch.Tensor) -> tuple[dict[str, Any], bytes]:
     """Describe and serialise a tensor (copied to the CPU)."""
-    meta = {
-        "shape": list(t.shape),
-        "dtype": _DTYPE_NAMES.get(t.dtype, str(t.dtype)),
-        "device": t.device.type,
-    }
-    if t.dtype not in _DTYPE_NAMES:
+    name = str(t.dtype).removeprefix("torch.")
+    meta = {"shape": list(t.shape), "dtype": name, "device": t.device.type}
+    if name not in WIRE_DTYPES:
         return meta, b""
     flat = t.detach().to("cpu").contiguous().reshape(-1)
     return meta, flat.view(torch.uint8).numpy().tobytes()
 
 
 def tensor_from_wire(meta: dict[str, Any], payload: bytes) -> torch.Tensor:
-    """Rebuild a tensor sent by :func:`tensor_to_wire`."""
-    dtype = DTYPES[meta["dtype"]]
+    """Rebuild a tensor sent by :func:`tensor_to_wire`.
+
+    Raises:
+        KeyError: The dtype is not one that travels (e.g. complex); the caller rejects it.
+    """
+    dtype = WIRE_DTYPES[meta["dtype"]]
     raw = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.empty(0)
     return raw.view(dtype).reshape(meta["shape"])

@@ -35,6 +35,7 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--suite", default="dev", help="scenario suite (default: dev)")
         sp.add_argument("--json", type=Path, help="also write the verdict as JSON here")
         sp.add_argument("--cache-dir", type=Path, help="build cache directory")
+        sp.add_argument("--timeout", type=float, help="seconds one candidate request may take")
         sp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
         if name != "score":
             sp.add_argument("--seed", type=int, help="input seed (default: random)")
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         suite=args.suite,
         seed=getattr(args, "seed", None),
         cache_dir=args.cache_dir,
+        call_timeout_s=args.timeout,
     )
     progress = None if args.quiet else report.print_progress
     verdict = evaluate(settings, progress=progress)

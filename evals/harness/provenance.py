@@ -38,7 +38,7 @@ def git_revision(root: Path = _PROJECT_ROOT) -> str | None:
 
 def collect(target: Target, upstream_versions: dict[str, str]) -> dict[str, Any]:
     """Device, driver, library versions, harness version and git revision."""
-    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None  # type: ignore[no-untyped-call]
     return {
         "device": target.describe_device(),
         "torch": torch.__version__,

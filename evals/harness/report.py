@@ -21,7 +21,9 @@ def progress_line(done: int, total: int, result: ScenarioResult) -> str:
     return f"[{done}/{total}] {result.scenario.id}: {status}{tail}"
 
 
-def print_progress(done: int, total: int, result: ScenarioResult, stream: TextIO = sys.stderr) -> None:
+def print_progress(
+    done: int, total: int, result: ScenarioResult, stream: TextIO = sys.stderr
+) -> None:
     """Write :func:`progress_line` to ``stream`` and flush."""
     print(progress_line(done, total, result), file=stream, flush=True)
 

@@ -40,6 +40,8 @@ class RunSettings:
         suite: Suite name.
         seed: Input seed for check and bench (random when None); score always draws its own.
         cache_dir: Build cache (default: ``$KERNELSEEK_CACHE`` or ``~/.cache/kernelseek``).
+        call_timeout_s: Overrides the target's per-request timeout (seconds) when set.
+
     """
 
     command: Command
@@ -48,6 +50,7 @@ class RunSettings:
     suite: str = "dev"
     seed: int | None = None
     cache_dir: Path | None = None
+    call_timeout_s: float | None = None
 
     def to_json(self) -> dict[str, object]:
         """JSON form, logged into the verdict."""
@@ -80,6 +83,13 @@ def evaluate(settings: RunSettings, progress: Progress | None = None) -> Verdict
         target = get_target(settings.target)
         suite = target.load_suite(settings.suite)
         source = _read_kernel(settings.kernel, target)
+        if settings.call_timeout_s is not None:
+            if settings.call_timeout_s <= 0:
+                reason = f"timeout must be positive, got {settings.call_timeout_s}"
+                raise HarnessInputError(Failure(Code.BAD_ARGUMENT, reason))
+            target.limits = dataclasses.replace(
+                target.limits, call_timeout_s=settings.call_timeout_s
+            )
     except HarnessInputError as exc:
         verdict.failure = exc.failure
         return verdict
@@ -99,7 +109,9 @@ def evaluate(settings: RunSettings, progress: Progress | None = None) -> Verdict
         _fail_all(verdict, suite.scenarios, built.failure)
     else:
         _judge_all(verdict, target, built.library, suite.scenarios, tally, progress)
-    verdict.status = "ok" if verdict.failure is None and all(r.correct for r in verdict.results) else "failed"
+    verdict.status = (
+        "ok" if verdict.failure is None and all(r.correct for r in verdict.results) else "failed"
+    )
     verdict.timing = {
         "wall_s": time.monotonic() - start,
         "build_s": built.seconds,
@@ -143,7 +155,9 @@ def _judge_all(
         try:
             for i, scenario in enumerate(scenarios):
                 assert verdict.seed is not None
-                result = judge_scenario(target, client, scenario, verdict.seed, verdict.command, tally)
+                result = judge_scenario(
+                    target, client, scenario, verdict.seed, verdict.command, tally
+                )
                 verdict.results.append(result)
                 if progress is not None:
                     progress(i + 1, len(scenarios), result)
@@ -189,7 +203,7 @@ def _verify(
     worst: dict[str, float] = {}
     for i in range(target.inputs_per_scenario):
         input_seed = derive_seed(seed, scenario.id, "verify", i)
-        out = _run(client, scenario, input_seed, poison=True, tally=tally)
+        out = _run(client, scenario, input_seed, poison="nan", tally=tally)
         failure = check_meta(out, spec)
         if failure is not None:
             return failure
@@ -208,10 +222,12 @@ def _verify(
             worst[key] = max(worst.get(key, value), value)
         result.errors = worst
         if check.failure is not None and check.failure.code == Code.NAN_INF:
-            rerun = _run(client, scenario, input_seed, poison=False, tally=tally)
+            rerun = _run(client, scenario, input_seed, poison="finite", tally=tally)
             if bool(rerun.isfinite().all()):
-                reason = (f"{check.nonfinite} output elements were never written "
-                          "(they kept the poison the harness put in freshly allocated memory)")
+                reason = (
+                    f"{check.nonfinite} output elements were never written "
+                    "(they kept the poison the harness put in freshly allocated memory)"
+                )
                 return Failure(Code.UNWRITTEN_OUTPUT, reason)
         if check.failure is not None:
             return check.failure
@@ -219,13 +235,18 @@ def _verify(
 
 
 def _run(
-    client: WorkerClient, scenario: Scenario, seed: int, *, poison: bool, tally: _Tally
+    client: WorkerClient, scenario: Scenario, seed: int, *, poison: str, tally: _Tally
 ) -> torch.Tensor:
     header, payload = client.request(
         {"op": "run", "scenario": scenario.to_json(), "seed": seed, "poison": poison}
     )
     tally.candidate_s += float(header.get("candidate_s", 0.0))
-    return channel.tensor_from_wire(header["tensor"], payload)
+    meta = header["tensor"]
+    if meta["dtype"] not in channel.WIRE_DTYPES:
+        raise WorkerFailure(
+            Failure(Code.WRONG_DTYPE, f"output dtype {meta['dtype']} is not supported")
+        )
+    return channel.tensor_from_wire(meta, payload)
 
 
 def _time(
@@ -241,7 +262,9 @@ def _time(
     request = {
         "op": "time",
         "scenario": scenario.to_json(),
-        "seeds": [derive_seed(seed, scenario.id, "time", i) for i in range(target.inputs_per_scenario)],
+        "seeds": [
+            derive_seed(seed, scenario.id, "time", i) for i in range(target.inputs_per_scenario)
+        ],
         "upstreams": upstreams,
         "settings": dataclasses.asdict(settings),
         "rng_seed": derive_seed(seed, scenario.id, "order"),

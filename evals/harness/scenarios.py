@@ -21,6 +21,7 @@ class Scenario:
     Attributes:
         id: Stable identifier, unique within the target's suites.
         params: The scenario's parameters (JSON values); the target interprets them.
+
     """
 
     id: str
@@ -50,15 +51,18 @@ class Suite:
 def load_suite(path: Path, name: str) -> Suite:
     """Load and validate a suite file.
 
-    The file is JSON: ``{"format": "kernelseek.suite/1", "scenarios": [{"id": ..., "params": ...}]}``.
+    The file is JSON: ``{"format": "kernelseek.suite/1", "scenarios": [{"id", "params"}]}``.
 
     Raises:
         HarnessInputError: The file is missing, malformed, or has duplicate ids.
+
     """
     try:
         doc = json.loads(path.read_text())
     except FileNotFoundError as exc:
-        raise HarnessInputError(Failure(Code.UNKNOWN_SUITE, f"suite file not found: {path}")) from exc
+        raise HarnessInputError(
+            Failure(Code.UNKNOWN_SUITE, f"suite file not found: {path}")
+        ) from exc
     except json.JSONDecodeError as exc:
         raise HarnessInputError(Failure(Code.BAD_ARGUMENT, f"suite {path}: {exc}")) from exc
     if not isinstance(doc, dict) or doc.get("format") != SUITE_FORMAT:

@@ -31,6 +31,7 @@ class TimingSettings:
         target_rse: Stop once every implementation's relative standard error of the median is
             below this (0.005 = 0.5%).
         time_cap_s: Stop after this many seconds of timing for one scenario.
+
     """
 
     warmup: int = 2
@@ -127,6 +128,7 @@ def measure(
     Returns:
         Stats per implementation; ``busy_s`` is the time spent inside each implementation's
         calls (warm-up included); ``stop`` is ``"converged"``, ``"time_cap"`` or ``"max_trials"``.
+
     """
     names = list(impls)
     busy = dict.fromkeys(names, 0.0)

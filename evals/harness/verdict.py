@@ -28,6 +28,7 @@ class ScenarioResult:
         unsupported: Upstream name to why it cannot run this scenario.
         flops: FLOPs of one call; bytes: bytes moved by one call.
         flags: Notes for a reader (e.g. timing did not converge).
+
     """
 
     scenario: Scenario

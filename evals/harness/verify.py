@@ -21,6 +21,7 @@ class Check:
         tolerance: The allowed max abs error.
         nonfinite: Number of NaN or Inf elements in the output.
         failure: Why the output is rejected, or None.
+
     """
 
     max_abs_error: float
@@ -58,6 +59,7 @@ def check_values(
         baseline: The baseline upstream's output on the same inputs, same precision.
         rule: The target's accuracy rule.
         dtype: Output dtype name (selects the floor).
+
     """
     ref = reference.to(torch.float64)
     base_err = float((baseline.to(torch.float64) - ref).abs().max())
@@ -67,11 +69,11 @@ def check_values(
     nonfinite = int((~finite).sum())
     if nonfinite:
         n = values.numel()
-        failure = Failure(Code.NAN_INF, f"{nonfinite} of {n} output elements are NaN or Inf")
-        return Check(float("nan"), float("nan"), base_err, tol, nonfinite, failure)
+        bad = Failure(Code.NAN_INF, f"{nonfinite} of {n} output elements are NaN or Inf")
+        return Check(float("nan"), float("nan"), base_err, tol, nonfinite, bad)
     diff = (values - ref).abs()
     max_err, mean_err = float(diff.max()), float(diff.mean())
-    failure = None
+    failure: Failure | None = None
     if max_err > tol:
         where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
         failure = Failure(

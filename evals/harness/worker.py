@@ -9,6 +9,7 @@ timings. The parent computes every verdict.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import random
 import re
 import socket
@@ -22,12 +23,14 @@ import torch
 from evals.harness import channel
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.scenarios import Scenario
-from evals.harness.targets import Target, get_target
+from evals.harness.targets import OutputSpec, Target, get_target
 from evals.harness.timing import TimingSettings, measure
 
 _SIGNATURE_ERROR = re.compile(
     r"Declaration:|Expected a value of type|argument\(s\)|missing value for argument"
 )
+_M_PERTURB = -6  # glibc mallopt parameter
+_PERTURB_BYTE = 0xC3  # frees fill 0xC3.. (float -391.5), allocations 0x3C.. (float 0.0115)
 _NO_KERNEL = re.compile(r"Could not run '[^']+' with arguments from the '[^']+' backend")
 
 
@@ -40,13 +43,22 @@ class CandidateError(Exception):
 
 
 @contextlib.contextmanager
-def poisoned_allocations(enabled: bool) -> Iterator[None]:
-    """Fill memory from ``at::empty`` with NaN (or the dtype's max) while enabled.
+def poisoned_allocations(poison: str, spec: OutputSpec) -> Iterator[None]:
+    """Prepare the memory a candidate's output will come from.
 
-    Uses torch's deterministic mode, whose ``fill_uninitialized_memory`` makes every
-    uninitialised allocation poisoned, so output elements a candidate never writes show up.
+    ``"nan"``: torch's deterministic mode fills every ``at::empty`` with NaN, so output
+    elements a candidate never writes show up as NaN. ``"finite"``: fresh allocations hold a
+    finite pattern (glibc's malloc perturbation on the CPU; zeroed recently freed blocks of
+    the output's size for the GPU caching allocator), so unwritten elements read back finite
+    while computed NaNs stay NaN: comparing the two runs tells the two apart.
     """
-    if not enabled:
+    if poison == "finite":
+        scratch = [torch.zeros(spec.shape, dtype=spec.dtype, device=spec.device) for _ in range(4)]
+        del scratch
+        with _malloc_perturbed():
+            yield
+        return
+    if poison != "nan":
         yield
         return
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -55,6 +67,21 @@ def poisoned_allocations(enabled: bool) -> Iterator[None]:
         yield
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+@contextlib.contextmanager
+def _malloc_perturbed() -> Iterator[None]:
+    """Make glibc fill new and freed heap blocks with a finite byte pattern (0x3C / 0xC3)."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        yield
+        return
+    mallopt(_M_PERTURB, _PERTURB_BYTE)
+    try:
+        yield
+    finally:
+        mallopt(_M_PERTURB, 0)
 
 
 def classify_call_error(exc: BaseException) -> Failure:
@@ -73,7 +100,7 @@ class Worker:
 
     def __init__(self, target: Target, library: str) -> None:
         self.target = target
-        torch.ops.load_library(library)
+        torch.ops.load_library(library)  # type: ignore[no-untyped-call]
         ns = target.contract.namespace
         self.ops = getattr(torch.ops, ns)
         for name in target.contract.entry_points:
@@ -92,8 +119,9 @@ class Worker:
         """Run the candidate once on the inputs of ``req['seed']`` and return its output."""
         scenario = Scenario(**req["scenario"])
         fn = self.candidate(scenario, req["seed"])
+        spec = self.target.expected_output(scenario)
         start = time.perf_counter()
-        with poisoned_allocations(req.get("poison", True)):
+        with poisoned_allocations(req.get("poison", "nan"), spec):
             try:
                 out = fn()
             except Exception as exc:

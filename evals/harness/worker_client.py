@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -41,6 +42,7 @@ class WorkerClient:
         target: The target (the worker instantiates it again by name).
         library: The candidate's built shared library.
         log_path: Where the worker's stdout and stderr go (the candidate may print).
+
     """
 
     def __init__(self, target: Target, library: Path, log_path: Path) -> None:
@@ -60,6 +62,7 @@ class WorkerClient:
 
         Raises:
             WorkerFailure: The library failed to load, lacks an entry point, or the worker died.
+
         """
         parent, child = socket.socketpair()
         limit = self.target.limits.memory_limit_bytes
@@ -92,6 +95,7 @@ class WorkerClient:
             WorkerFailure: The candidate failed (answer with ``ok: false``), the worker died
                 (crash) or did not answer in time (hang); after a death or hang the worker
                 is gone and must be restarted.
+
         """
         if self.sock is None:
             self.start()
@@ -144,20 +148,16 @@ class WorkerClient:
     def kill(self) -> None:
         """Kill the worker's whole process group."""
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.proc.wait()
         self.close()
 
     def close(self) -> None:
         """Ask the worker to exit (if alive) and release the channel."""
         if self.sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 channel.send(self.sock, {"op": "exit"})
-            except OSError:
-                pass
             self.sock.close()
             self.sock = None
         if self.proc is not None:
@@ -171,7 +171,7 @@ class WorkerClient:
 def _failure_from(header: dict[str, Any]) -> Failure:
     raw = header.get("failure") or {}
     try:
-        code = Code(raw.get("code"))
+        code = Code(str(raw.get("code")))
     except ValueError:
         code = Code.HARNESS_ERROR
     return Failure(code, str(raw.get("reason", "worker refused the request")))

@@ -32,6 +32,7 @@ def get_target(name: str) -> Target:
 
     Raises:
         HarnessInputError: No target has that name.
+
     """
     try:
         module_name, cls_name = _REGISTRY[name].split(":")

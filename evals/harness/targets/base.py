@@ -1,4 +1,4 @@
-"""What a target is: device, suites, candidate contract, build, reference, upstreams, accuracy rule."""
+"""What a target is: device, suites, contract, build, reference, upstreams, accuracy rule."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ class Contract:
         entry_points: Operator name to its exact schema string.
         source_suffix: File suffix of the single candidate source file.
         document: Repository path of the human-readable contract.
+
     """
 
     namespace: str
@@ -66,6 +67,7 @@ class WorkerLimits:
         call_timeout_s: Seconds one request (a verification run or a timing loop) may take.
         memory_limit_bytes: Address-space limit of the worker (CPU targets), or None.
         threads: Intra-op threads for candidate and upstream; None uses every allowed CPU.
+
     """
 
     call_timeout_s: float = 60.0
@@ -146,7 +148,9 @@ class Target(ABC):
         if name not in self.suite_names:
             known = ", ".join(self.suite_names)
             raise HarnessInputError(
-                Failure(Code.UNKNOWN_SUITE, f"unknown suite {name!r} for {self.name} (known: {known})")
+                Failure(
+                    Code.UNKNOWN_SUITE, f"unknown suite {name!r} for {self.name} (known: {known})"
+                )
             )
         return load_suite(SUITES_DIR / self.name / f"{name}.json", name)
 
@@ -172,6 +176,7 @@ class Target(ABC):
         Args:
             ops: ``torch.ops.<namespace>`` after the candidate library is loaded.
             inputs: One input set from :meth:`make_inputs`.
+
         """
 
     @abstractmethod

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.nn.functional as F  # noqa: N812
+import torch.nn.functional as F
 
 from evals.harness.attention import (
     AttentionShape,
@@ -97,6 +97,7 @@ class CpuAttention(Target):
             timing=TimingSettings(warmup=1, min_trials=5, max_trials=100, time_cap_s=2.0),
             limits=WorkerLimits(call_timeout_s=60.0, memory_limit_bytes=8 << 30),
             upstreams=(TorchSdpaCpu(),),
+            suite_names=("smoke", "dev", "full"),
         )
 
     def shape(self, scenario: Scenario) -> AttentionShape:

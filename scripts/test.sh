@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test command: ruff (lint and format), mypy on evals/, then pytest (no GPU, Docker,
+# network or API key; opt-in markers: gpu, docker, slow). Extra arguments go to pytest.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh" dev
+cd "$ROOT"
+echo "== ruff" >&2
+"$PY" -m ruff check evals tests
+"$PY" -m ruff format --check evals
+echo "== mypy" >&2
+"$PY" -m mypy
+echo "== pytest" >&2
+exec "$PY" -m pytest "$@"

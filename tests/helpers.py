@@ -1,0 +1,25 @@
+"""Shared paths and helpers for the tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU_KERNELS = ROOT / "tests" / "data" / "cpu_attention"
+START_CPU = ROOT / "kernels" / "cpu_attention" / "start.cpp"
+BUILD_CACHE = ROOT / ".cache" / "test-cache"
+
+
+def run_harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m evals.harness ARGS`` and capture its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "evals.harness", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=dict(os.environ),
+    )

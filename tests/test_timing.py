@@ -1,0 +1,70 @@
+import random
+
+import pytest
+
+from evals.harness.timing import PerfCounterTimer, TimingSettings, measure, summarize
+
+
+def test_summarize_median_mad_and_rse():
+    st = summarize([10.0, 11.0, 9.0, 10.0, 30.0])
+    assert st.median_us == 10.0
+    assert st.mad_us == 1.0
+    assert st.min_us == 9.0 and st.max_us == 30.0 and st.n == 5
+    # robust: the outlier does not inflate the spread estimate
+    assert st.rse == pytest.approx(1.2533 * 1.4826 * 1.0 / 5**0.5 / 10.0, rel=1e-3)
+    assert summarize([5.0] * 4).rse == 0.0
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+class ScriptedTimer:
+    """Returns a fixed duration per callable and records the call order."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+
+    def time_us(self, fn):
+        name, value = fn()
+        self.order.append(name)
+        return value
+
+
+def _impl(name, values):
+    return [lambda v=v: (name, v) for v in values]
+
+
+def test_measure_interleaves_in_random_order_and_rotates_inputs():
+    timer = ScriptedTimer()
+    settings = TimingSettings(warmup=1, min_trials=20, max_trials=20, target_rse=0.0)
+    run = measure({"a": _impl("a", [1.0, 2.0, 3.0]), "b": _impl("b", [4.0] * 3)},
+                  timer=timer, settings=settings, rng=random.Random(0))
+    timed = timer.order[6:]  # after 3 warm-up calls each
+    pairs = [tuple(timed[i:i + 2]) for i in range(0, len(timed), 2)]
+    assert {("a", "b"), ("b", "a")} == set(pairs)  # both orders occur
+    assert run.trials == 20 and run.stop == "max_trials"
+    assert run.stats["a"].median_us == 2.0  # input sets 0, 1, 2 rotated
+    assert run.stats["b"].n == 20
+    assert run.busy_s["a"] == pytest.approx((6.0 + 40.0 - 1.0 * 0) / 1e6, rel=0.1)
+
+
+def test_measure_stops_when_converged():
+    run = measure({"a": _impl("a", [5.0])}, timer=ScriptedTimer(),
+                  settings=TimingSettings(warmup=0, min_trials=5, max_trials=1000),
+                  rng=random.Random(0))
+    assert run.stop == "converged" and run.trials == 5
+
+
+def test_measure_stops_at_time_cap():
+    ticks = iter(range(10_000))
+    noisy = [1.0, 50.0, 100.0]
+    run = measure({"a": _impl("a", noisy)}, timer=ScriptedTimer(),
+                  settings=TimingSettings(warmup=0, min_trials=3, max_trials=1000, time_cap_s=10),
+                  rng=random.Random(0), clock=lambda: float(next(ticks)))
+    assert run.stop == "time_cap" and run.trials < 20
+
+
+def test_perf_counter_timer_measures_microseconds():
+    import time
+
+    us = PerfCounterTimer().time_us(lambda: time.sleep(0.01))
+    assert 9_000 < us < 200_000

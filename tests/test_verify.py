@@ -1,0 +1,71 @@
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from evals.harness import Code
+from evals.harness.attention import attended_pairs, reference_attention
+from evals.harness.targets.base import AccuracyRule, OutputSpec
+from evals.harness.verify import check_meta, check_values
+
+RULE = AccuracyRule(baseline="sdpa", floors={"float32": 1e-5, "bfloat16": 2e-3})
+
+
+def _qkv(b=2, sq=16, sk=16, hq=4, hkv=2, d=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(b, sq, hq, d, generator=g), torch.randn(b, sk, hkv, d, generator=g),
+            torch.randn(b, sk, hkv, d, generator=g))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_reference_matches_sdpa_with_gqa(causal):
+    q, k, v = _qkv()
+    ref = reference_attention(q, k, v, causal=causal, softmax_scale=0.3)
+    sdpa = F.scaled_dot_product_attention(
+        q.double().transpose(1, 2), k.double().transpose(1, 2), v.double().transpose(1, 2),
+        is_causal=causal, scale=0.3, enable_gqa=True).transpose(1, 2)
+    assert ref.dtype == torch.float64
+    assert torch.allclose(ref, sdpa, atol=1e-12)
+
+
+def test_reference_causal_is_bottom_right_aligned():
+    q, k, v = _qkv(sq=3, sk=5, hq=1, hkv=1)
+    ref = reference_attention(q, k, v, causal=True, softmax_scale=1.0)
+    # the last query sees every key, i.e. it equals non-causal attention for that row
+    full = reference_attention(q, k, v, causal=False, softmax_scale=1.0)
+    assert torch.allclose(ref[:, -1], full[:, -1])
+    # the first query sees keys 0..2: changing key 3 does not change it
+    k2 = k.clone()
+    k2[:, 3] += 5
+    moved = reference_attention(q, k2, v, causal=True, softmax_scale=1.0)
+    assert torch.allclose(moved[:, 0], ref[:, 0])
+    assert attended_pairs(3, 5, True) == 3 + 4 + 5
+    assert attended_pairs(4, 4, False) == 16
+
+
+def test_check_meta_reasons():
+    spec = OutputSpec(shape=(1, 2, 3, 4), dtype=torch.bfloat16, device="cpu")
+    assert check_meta(torch.zeros(1, 2, 3, 4, dtype=torch.bfloat16), spec) is None
+    assert check_meta(torch.zeros(1, 2, 3, 2, dtype=torch.bfloat16), spec).code == Code.WRONG_SHAPE
+    assert check_meta(torch.zeros(1, 2, 3, 4), spec).code == Code.WRONG_DTYPE
+
+
+def test_accuracy_rule_is_twice_the_baseline_error_plus_floor():
+    ref = torch.zeros(10, dtype=torch.float64)
+    baseline = torch.full((10,), 0.01)
+    assert RULE.tolerance("float32", 0.01) == pytest.approx(0.02 + 1e-5)
+    ok = check_values(torch.full((10,), 0.02), reference=ref, baseline=baseline, rule=RULE,
+                      dtype="float32")
+    assert ok.failure is None and ok.max_abs_error == pytest.approx(0.02)
+    bad = check_values(torch.full((10,), 0.021), reference=ref, baseline=baseline, rule=RULE,
+                       dtype="float32")
+    assert bad.failure.code == Code.INACCURATE
+    assert "exceeds tolerance" in bad.failure.reason
+
+
+def test_nan_and_inf_are_rejected():
+    ref = torch.zeros(4, dtype=torch.float64)
+    out = torch.tensor([0.0, math.nan, math.inf, 0.0])
+    check = check_values(out, reference=ref, baseline=torch.zeros(4), rule=RULE, dtype="float32")
+    assert check.failure.code == Code.NAN_INF and check.nonfinite == 2
