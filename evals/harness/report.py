@@ -55,6 +55,15 @@ def render(verdict: Verdict) -> str:
     agg = aggregates(verdict.results, ups)
     geo = ", ".join(f"{k} {_fmt(v, '.3f')}x" for k, v in agg["geomean_speedup"].items())
     lines.append(f"passed {agg['passed']}/{agg['scenarios']}; geomean speedup: {geo}")
+    t = verdict.timing
+    if t:
+        inside = t["candidate_calls_s"] + t["upstream_calls_s"]
+        lines.append(
+            f"time: wall {t['wall_s']:.1f} s = build {t['build_s']:.1f} s + candidate calls "
+            f"{t['candidate_calls_s']:.1f} s + upstream calls {t['upstream_calls_s']:.1f} s + "
+            f"reference checks {t['reference_s']:.1f} s + other "
+            f"{t['wall_s'] - t['build_s'] - inside - t['reference_s']:.1f} s"
+        )
     for r in verdict.results:
         if r.failure is not None:
             lines.append(f"  {r.scenario.id}: [{r.failure.code}] {r.failure.reason}")

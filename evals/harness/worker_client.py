@@ -67,6 +67,8 @@ class WorkerClient:
         parent, child = socket.socketpair()
         limit = self.target.limits.memory_limit_bytes
         env = dict(os.environ, OMP_NUM_THREADS=str(self.threads), PYTHONUNBUFFERED="1")
+        env.setdefault("OMP_PROC_BIND", "close")  # pin OpenMP threads, candidate's and torch's
+        env.setdefault("OMP_PLACES", "cores")
 
         def limit_memory() -> None:
             if limit is not None:
