@@ -571,7 +571,7 @@ TORCH_LIBRARY(kernelseek, m) {
   m.def("flash_forward(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, "
         "int max_seqlen_q, int max_seqlen_k, Tensor? q_descale, Tensor? k_descale, "
         "Tensor? v_descale, bool causal, float softmax_scale) -> Tensor");
-  m.def("flash_forward_kvcache(Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, "
+  m.def("flash_forward_kvcache(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor cache_seqlens, "
         "Tensor? k_new, Tensor? v_new, Tensor? q_descale, Tensor? k_descale, Tensor? v_descale, "
         "bool causal, float softmax_scale) -> Tensor");
 }
