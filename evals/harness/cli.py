@@ -31,7 +31,12 @@ def parser() -> argparse.ArgumentParser:
     for name, text in helps.items():
         sp = sub.add_parser(name, help=text, description=text)
         sp.add_argument("--target", required=True, help=f"one of: {', '.join(target_names())}")
-        sp.add_argument("--kernel", required=True, type=Path, help="candidate source file")
+        sp.add_argument("--kernel", type=Path, help="candidate source file")
+        sp.add_argument(
+            "--candidate-upstream",
+            metavar="NAME",
+            help="self-check: judge this upstream (e.g. fa3) as the candidate, against itself",
+        )
         sp.add_argument("--suite", default="dev", help="scenario suite (default: dev)")
         sp.add_argument("--json", type=Path, help="also write the verdict as JSON here")
         sp.add_argument("--cache-dir", type=Path, help="build cache directory")
@@ -62,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=getattr(args, "seed", None),
         cache_dir=args.cache_dir,
         call_timeout_s=args.timeout,
+        candidate_upstream=args.candidate_upstream,
     )
     progress = None if args.quiet else report.print_progress
     verdict = evaluate(settings, progress=progress)

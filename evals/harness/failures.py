@@ -30,6 +30,7 @@ class Code(StrEnum):
     NAN_INF = "nan_inf"
     UNWRITTEN_OUTPUT = "unwritten_output"
     INACCURATE = "inaccurate"
+    IMPLAUSIBLE = "implausible"
     HARNESS_ERROR = "harness_error"
 
 

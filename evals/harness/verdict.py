@@ -27,6 +27,7 @@ class ScenarioResult:
         times: Timing stats per implementation (``candidate`` and upstream names).
         unsupported: Upstream name to why it cannot run this scenario.
         flops: FLOPs of one call; bytes: bytes moved by one call.
+        floor_us: The roofline floor the candidate time was checked against (GPU targets).
         flags: Notes for a reader (e.g. timing did not converge).
 
     """
@@ -39,6 +40,7 @@ class ScenarioResult:
     unsupported: dict[str, str] = field(default_factory=dict)
     flops: float = 0.0
     bytes: float = 0.0
+    floor_us: float | None = None
     flags: list[str] = field(default_factory=list)
 
     def speedup(self, upstream: str) -> float | None:
@@ -71,6 +73,7 @@ class ScenarioResult:
             "unsupported": self.unsupported,
             "tflops": self.flops / cand.median_us / 1e6 if cand else None,
             "gbps": self.bytes / cand.median_us / 1e3 if cand else None,
+            "floor_us": self.floor_us,
             "flags": self.flags,
         }
 
@@ -109,7 +112,7 @@ class Verdict:
     command: str
     target: str
     suite: str
-    kernel: Mapping[str, Any]
+    kernel: dict[str, Any]
     seed: int | None
     status: Status
     failure: Failure | None = None

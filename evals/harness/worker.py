@@ -23,7 +23,7 @@ import torch
 from evals.harness import channel
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.scenarios import Scenario
-from evals.harness.targets import OutputSpec, Target, get_target
+from evals.harness.targets import Inputs, OutputSpec, Target, get_target
 from evals.harness.timing import TimingSettings, measure
 
 _SIGNATURE_ERROR = re.compile(
@@ -35,11 +35,22 @@ _NO_KERNEL = re.compile(r"Could not run '[^']+' with arguments from the '[^']+' 
 
 
 class CandidateError(Exception):
-    """The candidate misbehaved; carries the failure to report."""
+    """The candidate misbehaved; carries the failure to report.
 
-    def __init__(self, failure: Failure) -> None:
+    ``fatal`` means the worker cannot go on (a CUDA error poisons the process's context).
+    """
+
+    def __init__(self, failure: Failure, *, fatal: bool = False) -> None:
         super().__init__(failure.reason)
         self.failure = failure
+        self.fatal = fatal
+
+
+def candidate_error(exc: BaseException) -> CandidateError:
+    """Wrap an exception from a candidate call, marking CUDA errors fatal."""
+    text = str(exc)
+    fatal = "CUDA error" in text or "cudaError" in text or "illegal memory access" in text
+    return CandidateError(classify_call_error(exc), fatal=fatal)
 
 
 @contextlib.contextmanager
@@ -98,8 +109,12 @@ def classify_call_error(exc: BaseException) -> Failure:
 class Worker:
     """Request handler holding the target and the loaded candidate operators."""
 
-    def __init__(self, target: Target, library: str) -> None:
+    def __init__(self, target: Target, library: str, candidate_upstream: str | None) -> None:
         self.target = target
+        self.candidate_upstream = candidate_upstream
+        self.ops: Any = None
+        if candidate_upstream is not None:
+            return
         torch.ops.load_library(library)  # type: ignore[no-untyped-call]
         ns = target.contract.namespace
         self.ops = getattr(torch.ops, ns)
@@ -111,23 +126,25 @@ class Worker:
                     Failure(Code.MISSING_ENTRY_POINT, f"missing entry point {ns}::{name}")
                 ) from exc
 
-    def candidate(self, scenario: Scenario, seed: int) -> Callable[[], torch.Tensor]:
-        """The candidate call on the input set of ``seed``."""
-        return self.target.prepare_candidate(self.ops, self.target.make_inputs(scenario, seed))
+    def prepare(self, inputs: Inputs) -> Callable[[], torch.Tensor]:
+        """The candidate call on ``inputs`` (an upstream's in self-check mode)."""
+        if self.candidate_upstream is not None:
+            return self.target.upstream(self.candidate_upstream).prepare(inputs)
+        return self.target.prepare_candidate(self.ops, inputs)
 
     def run(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """Run the candidate once on the inputs of ``req['seed']`` and return its output."""
         scenario = Scenario(**req["scenario"])
-        fn = self.candidate(scenario, req["seed"])
+        fn = self.prepare(self.target.make_inputs(scenario, req["seed"]))
         spec = self.target.expected_output(scenario)
         start = time.perf_counter()
         with poisoned_allocations(req.get("poison", "nan"), spec):
             try:
                 out = fn()
+                if self.target.device == "cuda":
+                    torch.cuda.synchronize()
             except Exception as exc:
-                raise CandidateError(classify_call_error(exc)) from exc
-            if self.target.device == "cuda":
-                torch.cuda.synchronize()
+                raise candidate_error(exc) from exc
         seconds = time.perf_counter() - start
         if not isinstance(out, torch.Tensor):
             reason = f"wrong signature: entry point returned {type(out).__name__}, not a Tensor"
@@ -138,13 +155,16 @@ class Worker:
     def time(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """Time the candidate and the named upstreams, interleaved, over rotated input sets."""
         scenario = Scenario(**req["scenario"])
-        inputs = [self.target.make_inputs(scenario, seed) for seed in req["seeds"]]
+        inputs = self.target.make_timing_inputs(scenario, list(req["seeds"]))
         impls: dict[str, list[Callable[[], object]]] = {
-            "candidate": [self.target.prepare_candidate(self.ops, inp) for inp in inputs]
+            "candidate": [self.prepare(inp) for inp in inputs]
         }
+        unsupported: dict[str, str] = {}
         for name in req["upstreams"]:
-            up = self.target.upstream(name)
-            impls[name] = [up.prepare(inp) for inp in inputs]
+            try:
+                impls[name] = self._probe(name, inputs)
+            except Exception as exc:  # an upstream that cannot run it is reported, not fatal
+                unsupported[name] = f"{type(exc).__name__}: {one_line(str(exc), 200)}"
         try:
             run = measure(
                 impls,
@@ -153,14 +173,25 @@ class Worker:
                 rng=random.Random(req["rng_seed"]),
             )
         except Exception as exc:
-            raise CandidateError(classify_call_error(exc)) from exc
+            raise candidate_error(exc) from exc
         return {
             "ok": True,
+            "unsupported": unsupported,
             "stats": {name: st.to_json() for name, st in run.stats.items()},
             "busy_s": dict(run.busy_s),
             "trials": run.trials,
             "stop": run.stop,
         }, b""
+
+    def _probe(self, name: str, inputs: list[Inputs]) -> list[Callable[[], object]]:
+        """An upstream's callables, after one call shows it runs this scenario."""
+        calls: list[Callable[[], object]] = [
+            self.target.upstream(name).prepare(inp) for inp in inputs
+        ]
+        calls[0]()
+        if self.target.device == "cuda":
+            torch.cuda.synchronize()
+        return calls
 
 
 def serve(sock: socket.socket, worker: Worker) -> None:
@@ -176,19 +207,25 @@ def serve(sock: socket.socket, worker: Worker) -> None:
         try:
             header, payload = handlers[req["op"]](req)
         except CandidateError as exc:
-            header, payload = {"ok": False, "failure": exc.failure.to_json()}, b""
+            header = {"ok": False, "failure": exc.failure.to_json(), "restart": exc.fatal}
+            payload = b""
+        finally:
+            if worker.target.device == "cuda":
+                torch.cuda.empty_cache()
         channel.send(sock, header, payload)
+        if header.get("restart"):
+            return
 
 
 def main(argv: list[str]) -> int:
-    """Entry point: ``FD TARGET LIBRARY THREADS``."""
+    """Entry point: ``FD TARGET LIBRARY THREADS CANDIDATE_UPSTREAM`` (``-`` for none)."""
     sock = socket.socket(fileno=int(argv[1]))
     target = get_target(argv[2])
     threads = int(argv[4])
     if threads > 0:
         torch.set_num_threads(threads)
     try:
-        worker = Worker(target, argv[3])
+        worker = Worker(target, argv[3], None if argv[5] == "-" else argv[5])
     except CandidateError as exc:
         channel.send(sock, {"ok": False, "failure": exc.failure.to_json()})
         return 0

@@ -40,15 +40,23 @@ class WorkerClient:
 
     Args:
         target: The target (the worker instantiates it again by name).
-        library: The candidate's built shared library.
+        library: The candidate's built shared library (None with ``candidate_upstream``).
         log_path: Where the worker's stdout and stderr go (the candidate may print).
-
+        candidate_upstream: Self-check mode: this upstream stands in for the candidate.
     """
 
-    def __init__(self, target: Target, library: Path, log_path: Path) -> None:
+    def __init__(
+        self,
+        target: Target,
+        library: Path | None,
+        log_path: Path,
+        *,
+        candidate_upstream: str | None = None,
+    ) -> None:
         self.target = target
         self.library = library
         self.log_path = log_path
+        self.candidate_upstream = candidate_upstream
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
 
@@ -75,7 +83,8 @@ class WorkerClient:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
         cmd = [sys.executable, "-m", "evals.harness.worker", str(child.fileno()),
-               self.target.name, str(self.library), str(self.threads)]  # fmt: skip
+               self.target.name, str(self.library or "-"), str(self.threads),
+               self.candidate_upstream or "-"]  # fmt: skip
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
@@ -109,6 +118,8 @@ class WorkerClient:
             raise WorkerFailure(self._death("receiving a request")) from None
         answer, payload = self._receive(time.monotonic() + timeout, header.get("op", "?"))
         if not answer.get("ok"):
+            if answer.get("restart"):  # e.g. a CUDA error: the worker's context is unusable
+                self.kill()
             raise WorkerFailure(_failure_from(answer))
         return answer, payload
 

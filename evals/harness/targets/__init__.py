@@ -19,6 +19,7 @@ from evals.harness.targets.base import (
 
 _REGISTRY: dict[str, str] = {
     "cpu_attention": "evals.harness.targets.cpu_attention:CpuAttention",
+    "fa3_hopper": "evals.harness.targets.fa3_hopper:Fa3Hopper",
 }
 
 

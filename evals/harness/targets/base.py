@@ -11,6 +11,7 @@ from typing import Any, Literal
 import torch
 
 from evals.harness.failures import Code, Failure, HarnessInputError
+from evals.harness.gpu import Ceilings
 from evals.harness.scenarios import Scenario, Suite, load_suite
 from evals.harness.timing import Timer, TimingSettings
 
@@ -139,7 +140,7 @@ class Target(ABC):
     accuracy: AccuracyRule
     timing: TimingSettings
     limits: WorkerLimits
-    suite_names: tuple[str, ...] = ("dev", "full")
+    suite_names: tuple[str, ...] = ("smoke", "dev", "full")
     inputs_per_scenario: int = 3
     upstreams: tuple[Upstream, ...] = field(default_factory=tuple)
 
@@ -179,8 +180,12 @@ class Target(ABC):
 
         """
 
+    def make_timing_inputs(self, scenario: Scenario, seeds: list[int]) -> list[Inputs]:
+        """Input sets rotated through the timed calls, one per seed."""
+        return [self.make_inputs(scenario, seed) for seed in seeds]
+
     @abstractmethod
-    def reference(self, inputs: Inputs) -> torch.Tensor:
+    def reference(self, scenario: Scenario, inputs: Inputs) -> torch.Tensor:
         """The float64 reference output for ``inputs``."""
 
     @abstractmethod
@@ -194,3 +199,15 @@ class Target(ABC):
     def describe_device(self) -> dict[str, Any]:
         """Device facts for provenance (name, driver, clocks where known)."""
         return {}
+
+    def device_state(self) -> dict[str, Any]:
+        """Clocks and temperature now (logged before and after a run); empty when unknown."""
+        return {}
+
+    def measure_ceilings(self) -> Ceilings | None:
+        """Measured compute and bandwidth ceilings for roofline floors, or None (no floors)."""
+        return None
+
+    def floor_us(self, scenario: Scenario, ceilings: Ceilings) -> float | None:
+        """The least plausible time of one call (microseconds), or None."""
+        return None

@@ -97,7 +97,6 @@ class CpuAttention(Target):
             timing=TimingSettings(warmup=1, min_trials=5, max_trials=100, time_cap_s=2.0),
             limits=WorkerLimits(call_timeout_s=60.0, memory_limit_bytes=8 << 30),
             upstreams=(TorchSdpaCpu(),),
-            suite_names=("smoke", "dev", "full"),
         )
 
     def shape(self, scenario: Scenario) -> AttentionShape:
@@ -140,7 +139,7 @@ class CpuAttention(Target):
 
         return run
 
-    def reference(self, inputs: Inputs) -> torch.Tensor:
+    def reference(self, scenario: Scenario, inputs: Inputs) -> torch.Tensor:
         """Float64 attention of the same inputs."""
         return reference_attention(
             inputs["q"],

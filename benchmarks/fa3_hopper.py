@@ -1,0 +1,99 @@
+"""Benchmark the fa3_hopper harness on a Hopper GPU and print its figures.
+
+Each step runs the harness CLI, writes the verdict JSON under ``--out`` and prints: wall time,
+build time, scenarios passed, geomean speedups, and the peak GPU memory in use (nvidia-smi,
+sampled every 0.2 s). Steps:
+
+- ``selfcheck-dev``: FA3 judged against itself on the dev suite (must give 1.00 +/- 0.01).
+- ``selfcheck-full``: the same on the full suite (gives FA3 vs cuDNN vs FA2 per scenario).
+- ``start-dev`` / ``start-full``: ``kernels/fa3_hopper/start.cu`` scored against the upstreams.
+
+Usage: python benchmarks/fa3_hopper.py --out results/measurements/h200 selfcheck-dev start-dev
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+STEPS = {
+    "selfcheck-dev": ["bench", "--candidate-upstream", "fa3", "--suite", "dev"],
+    "selfcheck-full": ["bench", "--candidate-upstream", "fa3", "--suite", "full"],
+    "start-dev": ["score", "--kernel", "kernels/fa3_hopper/start.cu", "--suite", "dev"],
+    "start-full": ["score", "--kernel", "kernels/fa3_hopper/start.cu", "--suite", "full"],
+}
+
+
+class MemorySampler(threading.Thread):
+    """Polls nvidia-smi for the GPU memory in use; keeps the maximum (MiB)."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak_mib = 0.0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        """Sample until stopped."""
+        while not self.stop.is_set():
+            try:
+                out = subprocess.run(
+                    ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                    capture_output=True, text=True, timeout=10, check=True,
+                ).stdout  # fmt: skip
+                self.peak_mib = max(self.peak_mib, float(out.split()[0]))
+            except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+                pass
+            self.stop.wait(0.2)
+
+
+def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
+    """Run one step and return its summary."""
+    path = out_dir / (f"{name}.json" if repeat == 0 else f"{name}-{repeat + 1}.json")
+    cmd = [sys.executable, "-m", "evals.harness", *STEPS[name], "--target", "fa3_hopper",
+           "--json", str(path), "--quiet"]  # fmt: skip
+    sampler = MemorySampler()
+    sampler.start()
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    sampler.stop.set()
+    sampler.join()
+    print(proc.stdout[-6000:], flush=True)
+    doc = json.loads(path.read_text())
+    agg = doc["aggregates"]
+    summary = {
+        "step": name, "exit": proc.returncode, "wall_s": round(wall, 1),
+        "build_s": round(doc["timing"].get("build_s", 0.0), 1),
+        "passed": f"{agg['passed']}/{agg['scenarios']}",
+        "geomean": {k: round(v, 4) if v else None for k, v in agg["geomean_speedup"].items()},
+        "peak_gpu_mib": sampler.peak_mib, "json": str(path),
+    }  # fmt: skip
+    print("SUMMARY " + json.dumps(summary), flush=True)
+    return summary
+
+
+def main() -> int:
+    """Run the requested steps; ``name*N`` repeats a step N times."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("steps", nargs="+", help=f"of {sorted(STEPS)}, optionally NAME*N")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    summaries = []
+    for item in args.steps:
+        name, _, times = item.partition("*")
+        if name not in STEPS:
+            parser.error(f"unknown step {name!r}")
+        for i in range(int(times or 1)):
+            summaries.append(run_step(name, args.out, i))
+    (args.out / "summary.json").write_text(json.dumps(summaries, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""GPU timing and device facts: CUDA events with an L2 flush, measured ceilings, clocks.
+
+Host-overhead policy (one policy for candidate and upstreams alike): every call is timed as
+issued, in eager mode, without CUDA graphs. Before each timed call the L2 is flushed and the
+device synchronised, so the interval between the two events covers the host-side launch
+work of the call plus all GPU work it enqueued on the current stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+FLUSH_FACTOR = 4
+"""The flush buffer is this many times the L2 size (at least twice, as required)."""
+
+
+class CudaEventTimer:
+    """Times one call with CUDA events after flushing L2 (writes a buffer >= 2x L2)."""
+
+    def __init__(self, device: torch.device | None = None) -> None:
+        device = device or torch.device("cuda", torch.cuda.current_device())
+        l2 = torch.cuda.get_device_properties(device).L2_cache_size
+        self.flush_bytes = max(FLUSH_FACTOR * l2, 64 << 20)
+        self._flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device=device)
+        self._start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+        self._end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+
+    def time_us(self, fn: Callable[[], object]) -> float:
+        """Flush L2, synchronise, then time ``fn`` between two events; microseconds."""
+        self._flush.zero_()
+        torch.cuda.synchronize()
+        self._start.record()
+        fn()
+        self._end.record()
+        self._end.synchronize()
+        return float(self._start.elapsed_time(self._end)) * 1000.0
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """Measured ceilings used for roofline floors.
+
+    Attributes:
+        matmul_tflops: Dense bf16 matmul throughput (8192^3, cuBLAS through torch).
+        copy_gbps: Device-to-device copy bandwidth, bytes read plus written, GB/s.
+    """
+
+    matmul_tflops: float
+    copy_gbps: float
+
+    def floor_us(self, flops: float, nbytes: float, *, fp8: bool = False) -> float:
+        """The least time a call doing ``flops`` and moving ``nbytes`` can take (microseconds).
+
+        fp8 work is credited twice the bf16 matmul rate (Hopper's fp8 tensor-core rate).
+        """
+        peak = self.matmul_tflops * (2.0 if fp8 else 1.0)
+        return max(flops / (peak * 1e6), nbytes / (self.copy_gbps * 1e3))
+
+
+def measure_ceilings(reps: int = 10) -> Ceilings:
+    """Measure bf16 matmul TFLOP/s and copy GB/s on the current device (best of ``reps``)."""
+    ceilings = _measure(CudaEventTimer(), reps)
+    torch.cuda.empty_cache()
+    return ceilings
+
+
+def _measure(timer: CudaEventTimer, reps: int) -> Ceilings:
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    src = torch.randn(1 << 28, device="cuda", dtype=torch.float32)  # 1 GiB
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        torch.matmul(a, b)
+        dst.copy_(src)
+    mm = min(timer.time_us(lambda: torch.matmul(a, b)) for _ in range(reps))
+    cp = min(timer.time_us(lambda: dst.copy_(src)) for _ in range(reps))
+    return Ceilings(matmul_tflops=2 * n**3 / mm / 1e6, copy_gbps=2 * src.nbytes / cp / 1e3)
+
+
+def device_state() -> dict[str, Any]:
+    """SM clock (MHz), temperature (C) and memory in use, read with nvidia-smi."""
+    query = "clocks.sm,clocks.max.sm,temperature.gpu,memory.used,power.draw"
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout.splitlines()[0]  # fmt: skip
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return {}
+    keys = ["sm_clock_mhz", "max_sm_clock_mhz", "temperature_c", "memory_used_mib", "power_w"]
+    values: dict[str, Any] = {}
+    for key, raw in zip(keys, out.split(","), strict=False):
+        try:
+            values[key] = float(raw)
+        except ValueError:
+            values[key] = raw.strip()
+    return values
+
+
+def describe_cuda_device() -> dict[str, Any]:
+    """Name, SM count, L2 size, memory and driver of the current CUDA device."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    driver = None
+    with contextlib.suppress(OSError, subprocess.SubprocessError, IndexError):
+        driver = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout.strip().splitlines()[0]  # fmt: skip
+    return {
+        "name": props.name,
+        "sms": props.multi_processor_count,
+        "l2_bytes": props.L2_cache_size,
+        "memory_bytes": props.total_memory,
+        "capability": f"{props.major}.{props.minor}",
+        "driver": driver,
+    }

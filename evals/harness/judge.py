@@ -1,0 +1,179 @@
+"""Judging one scenario: verify on fresh inputs, then time against the upstreams."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from evals.harness import channel
+from evals.harness.failures import Code, Failure
+from evals.harness.gpu import Ceilings
+from evals.harness.scenarios import Scenario
+from evals.harness.targets import Target
+from evals.harness.timing import TimingStats
+from evals.harness.verdict import ScenarioResult
+from evals.harness.verify import check_meta, check_values
+from evals.harness.worker_client import WorkerClient, WorkerFailure
+
+
+def derive_seed(seed: int, *parts: object) -> int:
+    """A 62-bit seed derived from ``seed`` and ``parts``."""
+    digest = hashlib.sha256("/".join(map(str, (seed, *parts))).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 2
+
+
+@dataclass
+class Tally:
+    """Seconds spent inside candidate calls, upstream calls and the parent's own checks."""
+
+    candidate_s: float = 0.0
+    upstream_s: float = 0.0
+    reference_s: float = 0.0
+
+
+@dataclass
+class Session:
+    """What judging a scenario needs: the target, the worker, the run's seed and command."""
+
+    target: Target
+    client: WorkerClient
+    seed: int
+    command: str
+    ceilings: Ceilings | None = None
+    tally: Tally = field(default_factory=Tally)
+
+
+def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
+    """Verify the candidate on ``scenario`` and, for bench and score, time it."""
+    target = session.target
+    work = target.work(scenario)
+    result = ScenarioResult(scenario, flops=work.flops, bytes=work.bytes)
+    for up in target.upstreams:
+        reason = up.unsupported_reason(scenario)
+        if reason is not None:
+            result.unsupported[up.name] = reason
+    try:
+        failure = _verify(session, scenario, result)
+        if failure is None and session.command != "check":
+            failure = _time(session, scenario, result)
+    except WorkerFailure as exc:
+        failure = exc.failure
+    finally:
+        if target.device == "cuda":
+            torch.cuda.empty_cache()
+    result.failure = failure
+    result.correct = failure is None
+    return result
+
+
+def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
+    target = session.target
+    spec = target.expected_output(scenario)
+    dtype = str(spec.dtype).removeprefix("torch.")
+    for i in range(target.inputs_per_scenario):
+        input_seed = derive_seed(session.seed, scenario.id, "verify", i)
+        out = _run(session, scenario, input_seed, poison="nan")
+        failure = check_meta(out, spec)
+        if failure is not None:
+            return failure
+        t0 = time.monotonic()
+        try:
+            reference, baseline = _expected(target, scenario, input_seed)
+        except Exception as exc:  # the harness's own side failed: say so, do not blame the kernel
+            reason = f"reference or baseline failed: {type(exc).__name__}: {exc}"
+            return Failure(Code.HARNESS_ERROR, reason)
+        check = check_values(
+            out, reference=reference, baseline=baseline, rule=target.accuracy, dtype=dtype
+        )
+        del reference, baseline
+        session.tally.reference_s += time.monotonic() - t0
+        figures = {
+            "max_abs": check.max_abs_error,
+            "mean_abs": check.mean_abs_error,
+            "baseline_max_abs": check.baseline_error,
+            "tolerance": check.tolerance,
+        }
+        result.errors = {k: max(result.errors.get(k, v), v) for k, v in figures.items()}
+        if check.failure is not None and check.failure.code == Code.NAN_INF:
+            rerun = _run(session, scenario, input_seed, poison="finite")
+            if bool(rerun.isfinite().all()):
+                reason = (
+                    f"{check.nonfinite} output elements were never written "
+                    "(they kept the NaN poison put in freshly allocated memory)"
+                )
+                return Failure(Code.UNWRITTEN_OUTPUT, reason)
+        if check.failure is not None:
+            return check.failure
+    return None
+
+
+def _expected(
+    target: Target, scenario: Scenario, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float64 reference and the accuracy baseline's output, computed in this process."""
+    inputs = target.make_inputs(scenario, seed)
+    reference = target.reference(scenario, inputs)
+    baseline = target.upstream(target.accuracy.baseline).prepare(inputs)()
+    return reference, baseline
+
+
+def _run(session: Session, scenario: Scenario, seed: int, *, poison: str) -> torch.Tensor:
+    header, payload = session.client.request(
+        {"op": "run", "scenario": scenario.to_json(), "seed": seed, "poison": poison}
+    )
+    session.tally.candidate_s += float(header.get("candidate_s", 0.0))
+    meta = header["tensor"]
+    if meta["dtype"] not in channel.WIRE_DTYPES:
+        reason = f"output dtype {meta['dtype']} is not supported"
+        raise WorkerFailure(Failure(Code.WRONG_DTYPE, reason))
+    out = channel.tensor_from_wire(meta, payload)
+    return out.to("cuda") if meta["device"] == "cuda" else out
+
+
+def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
+    target, settings = session.target, session.target.timing
+    upstreams = [u.name for u in target.upstreams if u.name not in result.unsupported]
+    n_sets = max(3, target.inputs_per_scenario)
+    request = {
+        "op": "time",
+        "scenario": scenario.to_json(),
+        "seeds": [derive_seed(session.seed, scenario.id, "time", i) for i in range(n_sets)],
+        "upstreams": upstreams,
+        "settings": dataclasses.asdict(settings),
+        "rng_seed": derive_seed(session.seed, scenario.id, "order"),
+    }
+    timeout = target.limits.call_timeout_s + 2 * settings.time_cap_s
+    header, _ = session.client.request(request, timeout_s=timeout)
+    result.unsupported.update(header.get("unsupported", {}))
+    result.times = {name: TimingStats(**st) for name, st in header["stats"].items()}
+    for name, busy in header["busy_s"].items():
+        if name == "candidate":
+            session.tally.candidate_s += busy
+        else:
+            session.tally.upstream_s += busy
+    worst = max(result.times.values(), key=lambda st: st.rse)
+    if worst.rse >= settings.target_rse:
+        result.flags.append(f"timing stopped at {header['stop']} with rse {worst.rse:.2%}")
+    return _plausible(session, scenario, result)
+
+
+def _plausible(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
+    """Reject a candidate time below the roofline floor (FLOPs/peak, bytes/bandwidth)."""
+    if session.ceilings is None:
+        return None
+    floor = session.target.floor_us(scenario, session.ceilings)
+    cand = result.times.get("candidate")
+    if floor is None or cand is None:
+        return None
+    result.floor_us = floor
+    if cand.median_us < floor:
+        reason = (
+            f"candidate median {cand.median_us:.1f} us is below the roofline floor "
+            f"{floor:.1f} us: implausible"
+        )
+        return Failure(Code.IMPLAUSIBLE, reason)
+    return None

@@ -1,0 +1,148 @@
+"""The ``fa3_hopper`` target: a one-file CUDA attention kernel for Hopper vs FlashAttention-3.
+
+Contract: ``kernels/fa3_hopper/CONTRACT.md``. Suites: 26 dev and 182 full scenarios
+(``scripts/make_fa3_suites.py``). Upstreams: FA3, and torch SDPA with cuDNN and FA2 backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from evals.harness.gpu import (
+    Ceilings,
+    CudaEventTimer,
+    describe_cuda_device,
+    device_state,
+    measure_ceilings,
+)
+from evals.harness.scenarios import Scenario
+from evals.harness.targets import fa3_problem as problem
+from evals.harness.targets.base import (
+    AccuracyRule,
+    BuildSpec,
+    Contract,
+    Inputs,
+    OutputSpec,
+    Target,
+    Work,
+    WorkerLimits,
+)
+from evals.harness.targets.fa3_upstreams import fa3_upstreams
+from evals.harness.timing import Timer, TimingSettings
+
+NAMESPACE = "kernelseek"
+DENSE_SCHEMA = (
+    "flash_forward(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, "
+    "int max_seqlen_q, int max_seqlen_k, Tensor? q_descale, Tensor? k_descale, "
+    "Tensor? v_descale, bool causal, float softmax_scale) -> Tensor"
+)
+KVCACHE_SCHEMA = (
+    "flash_forward_kvcache(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, "
+    "Tensor cache_seqlens, Tensor? k_new, Tensor? v_new, Tensor? q_descale, Tensor? k_descale, "
+    "Tensor? v_descale, bool causal, float softmax_scale) -> Tensor"
+)
+NVCC_FLAGS = (
+    "-O3",
+    "-gencode=arch=compute_90a,code=sm_90a",
+    "-std=c++17",
+    "--expt-relaxed-constexpr",
+    "-lineinfo",
+)
+
+
+class Fa3Hopper(Target):
+    """Attention forward on Hopper (sm_90a): dense, varlen and KV-cache; bf16 and fp8."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            name="fa3_hopper",
+            device="cuda",
+            contract=Contract(
+                namespace=NAMESPACE,
+                entry_points={
+                    "flash_forward": DENSE_SCHEMA,
+                    "flash_forward_kvcache": KVCACHE_SCHEMA,
+                },
+                source_suffix=".cu",
+                document="kernels/fa3_hopper/CONTRACT.md",
+            ),
+            build=BuildSpec(
+                extra_cflags=("-O3",), extra_cuda_cflags=NVCC_FLAGS, with_cuda=True, timeout_s=600.0
+            ),
+            accuracy=AccuracyRule(baseline="fa3", floors={"bfloat16": 2e-3, "float8_e4m3fn": 2e-3}),
+            timing=TimingSettings(warmup=2, min_trials=10, max_trials=100, time_cap_s=1.0),
+            limits=WorkerLimits(call_timeout_s=120.0),
+            upstreams=fa3_upstreams(),
+        )
+
+    def params(self, scenario: Scenario) -> problem.Fa3Params:
+        """Typed parameters of ``scenario``."""
+        return problem.Fa3Params.from_params(scenario.params)
+
+    def make_inputs(self, scenario: Scenario, seed: int) -> Inputs:
+        """Random inputs on the GPU from a seeded CUDA generator."""
+        return problem.make_inputs(self.params(scenario), seed)
+
+    def make_timing_inputs(self, scenario: Scenario, seeds: list[int]) -> list[Inputs]:
+        """Timing sets; KV-cache scenarios share one cache (see ``fa3_problem``)."""
+        return list(problem.make_timing_inputs(self.params(scenario), seeds))
+
+    def expected_output(self, scenario: Scenario) -> OutputSpec:
+        """bf16, shaped like q, on the GPU."""
+        p = self.params(scenario)
+        if p.kind == "varlen":
+            shape: tuple[int, ...] = (sum(p.seqlens), p.heads_q, p.head_dim)
+        else:
+            shape = (p.batch, p.seqlen_q, p.heads_q, p.head_dim)
+        return OutputSpec(shape=shape, dtype=torch.bfloat16, device="cuda")
+
+    def prepare_candidate(self, ops: Any, inputs: Inputs) -> Callable[[], torch.Tensor]:
+        """Callable invoking ``flash_forward`` or ``flash_forward_kvcache``."""
+        i = inputs
+        tail = (i.get("q_descale"), i.get("k_descale"), i.get("v_descale"), i["causal"],
+                i["softmax_scale"])  # fmt: skip
+        if "k_cache" in i:
+            op = ops.flash_forward_kvcache
+            return lambda: op(i["q"], i["k_cache"], i["v_cache"], i["cache_seqlens"], i["k_new"],
+                              i["v_new"], *tail)  # fmt: skip
+        dense = ops.flash_forward
+        if "cu_seqlens" in i:
+            cu, ms = i["cu_seqlens"], i["max_seqlen"]
+            return lambda: dense(i["q"], i["k"], i["v"], cu, cu, ms, ms, None, None, None,
+                                 i["causal"], i["softmax_scale"])  # fmt: skip
+        sq, sk = i["q"].shape[1], i["k"].shape[1]
+        return lambda: dense(i["q"], i["k"], i["v"], None, None, sq, sk, *tail)
+
+    def reference(self, scenario: Scenario, inputs: Inputs) -> torch.Tensor:
+        """Float64 attention (of the dequantised inputs for fp8)."""
+        return problem.reference(self.params(scenario), inputs)
+
+    def work(self, scenario: Scenario) -> Work:
+        """FLOPs over attended pairs and bytes of q, k, v and out (mean cache length)."""
+        flops, nbytes = problem.work(self.params(scenario))
+        return Work(flops=flops, bytes=nbytes)
+
+    def floor_us(self, scenario: Scenario, ceilings: Ceilings) -> float:
+        """The least plausible time: shortest cache, measured matmul and copy ceilings."""
+        p = self.params(scenario)
+        flops, nbytes = problem.work(p, lower_bound=True)
+        return ceilings.floor_us(flops, nbytes, fp8=p.fp8)
+
+    def measure_ceilings(self) -> Ceilings:
+        """Matmul and copy ceilings of this GPU, measured now."""
+        return measure_ceilings()
+
+    def timer(self) -> Timer:
+        """CUDA events around each call, L2 flushed and the device idle before it."""
+        return CudaEventTimer()
+
+    def device_state(self) -> dict[str, Any]:
+        """SM clock, temperature, memory and power from nvidia-smi."""
+        return device_state()
+
+    def describe_device(self) -> dict[str, Any]:
+        """GPU name, SMs, L2, memory, driver."""
+        return describe_cuda_device() if torch.cuda.is_available() else {"name": None}

@@ -1,0 +1,235 @@
+"""fa3_hopper scenarios: typed parameters, random inputs, the float64 reference, work counts.
+
+Kinds: ``prefill`` (dense q, k, v), ``varlen`` (packed sequences with ``cu_seqlens``) and
+``kvcache`` (decode, speculative decode, chunked prefill against a KV cache, optionally
+appending new keys and values). Layout ``(batch, seqlen, heads, head_dim)``; causal masks are
+aligned bottom-right.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+import torch
+
+from evals.harness.attention import attended_pairs, reference_attention
+
+FP8 = torch.float8_e4m3fn
+FP8_MAX = 448.0
+REFERENCE_CHUNK_ELEMENTS = 1 << 27  # float64 scores per reference chunk (1 GiB)
+
+
+@dataclass(frozen=True)
+class Fa3Params:
+    """Parameters of one fa3_hopper scenario (see ``scripts/make_fa3_suites.py``)."""
+
+    kind: Literal["prefill", "varlen", "kvcache"]
+    category: str
+    dtype: Literal["bfloat16", "float8_e4m3fn"]
+    batch: int
+    heads_q: int
+    heads_kv: int
+    head_dim: int
+    causal: bool
+    seqlen_q: int = 0
+    seqlen_k: int = 0
+    seqlens: tuple[int, ...] = ()
+    cache_len: int = 0
+    ragged_min: int | None = None
+    append: bool = False
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> Fa3Params:
+        """Parse and validate scenario parameters."""
+        names = {f.name for f in fields(cls)}
+        extra = set(params) - names
+        if extra:
+            raise ValueError(f"unknown scenario parameters: {sorted(extra)}")
+        p = cls(**{**params, "seqlens": tuple(params.get("seqlens", ()))})
+        if p.heads_q % p.heads_kv or p.head_dim not in (64, 96, 128, 192, 256):
+            raise ValueError("bad heads or head_dim")
+        return p
+
+    @property
+    def fp8(self) -> bool:
+        """Whether q, k, v are float8_e4m3fn."""
+        return self.dtype == "float8_e4m3fn"
+
+    @property
+    def softmax_scale(self) -> float:
+        """``1 / sqrt(head_dim)``."""
+        return 1.0 / math.sqrt(self.head_dim)
+
+    @property
+    def seqlen_new(self) -> int:
+        """Keys appended to the cache per sequence (kvcache with append)."""
+        return self.seqlen_q if self.append else 0
+
+    def mean_keys(self) -> float:
+        """Mean number of keys a sequence attends (before masking), for work estimates."""
+        if self.kind == "kvcache":
+            low = self.ragged_min if self.ragged_min is not None else self.cache_len
+            return (low + self.cache_len) / 2 + self.seqlen_new
+        return float(self.seqlen_k)
+
+
+def _quantize(x: torch.Tensor, heads_kv: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp8 e4m3 with a float32 descale per (batch, kv head); x: (b, s, h, d)."""
+    h = x.shape[2]
+    groups = x.float().reshape(*x.shape[:2], heads_kv, h // heads_kv, x.shape[3])
+    amax = groups.abs().amax(dim=(1, 3, 4)).clamp_min(1e-6)  # (b, heads_kv)
+    descale = (amax / FP8_MAX).float()
+    q8 = (groups / descale[:, None, :, None, None]).to(FP8).flatten(2, 3)
+    return q8, descale.contiguous()
+
+
+def dequantize(x: torch.Tensor, descale: torch.Tensor | None) -> torch.Tensor:
+    """Float64 values of an input; fp8 ``x`` (b, s, h, d) times ``descale`` (b, heads_kv)."""
+    if descale is None:
+        return x.double()
+    group = x.shape[2] // descale.shape[1]
+    scale = descale.double().repeat_interleave(group, dim=1)[:, None, :, None]
+    return x.double() * scale
+
+
+def make_timing_inputs(
+    p: Fa3Params, seeds: list[int], device: str = "cuda"
+) -> list[dict[str, Any]]:
+    """Input sets for timing, one per seed.
+
+    KV-cache scenarios share the cache of the first set (caches reach 32 GB per set); q and
+    the appended keys and values are fresh per set, so every timed call has its own result.
+    """
+    first = make_inputs(p, seeds[0], device)
+    sets = [first]
+    for seed in seeds[1:]:
+        fresh = make_inputs(p, seed, device, with_cache=p.kind != "kvcache")
+        if p.kind == "kvcache":
+            fresh.update({k: first[k] for k in ("k_cache", "v_cache", "cache_seqlens",
+                                                "k_descale", "v_descale")})  # fmt: skip
+        sets.append(fresh)
+    return sets
+
+
+def make_inputs(
+    p: Fa3Params, seed: int, device: str = "cuda", *, with_cache: bool = True
+) -> dict[str, Any]:
+    """Random inputs for one call, deterministic in ``seed`` (standard normal, then dtype)."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(shape, generator=gen, device=device, dtype=torch.bfloat16)
+
+    out: dict[str, Any] = {"causal": p.causal, "softmax_scale": p.softmax_scale}
+    if p.kind == "varlen":
+        total = sum(p.seqlens)
+        lens = torch.tensor([0, *p.seqlens], dtype=torch.int64).cumsum(0)
+        out["cu_seqlens"] = lens.to(device=device, dtype=torch.int32)
+        out["max_seqlen"] = max(p.seqlens)
+        out.update(q=randn(total, p.heads_q, p.head_dim), k=randn(total, p.heads_kv, p.head_dim),
+                   v=randn(total, p.heads_kv, p.head_dim))  # fmt: skip
+        return out
+    if p.kind == "prefill":
+        q, k = randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim), None
+        k = randn(p.batch, p.seqlen_k, p.heads_kv, p.head_dim)
+        v = randn(p.batch, p.seqlen_k, p.heads_kv, p.head_dim)
+        out.update(_maybe_fp8(p, q=q, k=k, v=v))
+        return out
+    rows = p.cache_len + p.seqlen_new if with_cache else 1
+    q = randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim)
+    kc = randn(p.batch, rows, p.heads_kv, p.head_dim)
+    vc = randn(p.batch, rows, p.heads_kv, p.head_dim)
+    if p.ragged_min is not None:
+        lens = torch.randint(p.ragged_min, p.cache_len + 1, (p.batch,), generator=gen,
+                             device=device)  # fmt: skip
+    else:
+        lens = torch.full((p.batch,), p.cache_len, device=device)
+    out["cache_seqlens"] = lens.to(torch.int32)
+    quant = _maybe_fp8(p, q=q, k=kc, v=vc)
+    out.update(q=quant["q"], k_cache=quant["k"], v_cache=quant["v"])
+    out.update({k: v for k, v in quant.items() if k.endswith("descale")})
+    out["k_new"] = randn(p.batch, p.seqlen_new, p.heads_kv, p.head_dim) if p.append else None
+    out["v_new"] = randn(p.batch, p.seqlen_new, p.heads_kv, p.head_dim) if p.append else None
+    return out
+
+
+def _maybe_fp8(p: Fa3Params, **tensors: torch.Tensor) -> dict[str, Any]:
+    if not p.fp8:
+        return {**tensors, "q_descale": None, "k_descale": None, "v_descale": None}
+    out: dict[str, Any] = {}
+    for name, t in tensors.items():
+        out[name], out[f"{name}_descale"] = _quantize(t, p.heads_kv)
+    return out
+
+
+def _sequence_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                        scale: float) -> torch.Tensor:  # fmt: skip
+    """Float64 attention of one sequence, chunked; q: (sq, hq, d), k, v: (sk, hkv, d)."""
+    sq, hq, d = q.shape
+    sk = k.shape[0]
+    out = torch.zeros(sq, hq, d, dtype=torch.float64, device=q.device)
+    rows = max(1, min(sq, REFERENCE_CHUNK_ELEMENTS // max(1, sk * hq)))
+    for i0 in range(0, sq, rows):
+        i1 = min(sq, i0 + rows)
+        k_end = max(0, min(sk, i1 + sk - sq)) if causal else sk
+        if k_end == 0:
+            continue
+        out[i0:i1] = reference_attention(
+            q[None, i0:i1], k[None, :k_end], v[None, :k_end], causal=causal, softmax_scale=scale
+        )[0]
+    return out
+
+
+def reference(p: Fa3Params, inputs: Mapping[str, Any]) -> torch.Tensor:
+    """The float64 output for ``inputs`` (dequantised for fp8), shaped like q."""
+    scale = inputs["softmax_scale"]
+    if p.kind == "varlen":
+        cu = inputs["cu_seqlens"].tolist()
+        parts = [
+            _sequence_reference(inputs["q"][a:b], inputs["k"][a:b], inputs["v"][a:b], p.causal,
+                                scale)
+            for a, b in itertools.pairwise(cu)
+        ]  # fmt: skip
+        return torch.cat(parts)
+    key, val = ("k", "v") if p.kind == "prefill" else ("k_cache", "v_cache")
+    lens = inputs["cache_seqlens"].tolist() if p.kind == "kvcache" else [p.seqlen_k] * p.batch
+
+    def one(name: str, b: int, rows: int | None = None) -> torch.Tensor:
+        descale = inputs[f"{name[0]}_descale"]
+        x = inputs[name][b : b + 1, :rows]
+        return dequantize(x, None if descale is None else descale[b : b + 1])[0]
+
+    out = []
+    for b in range(p.batch):
+        kb, vb = one(key, b, lens[b]), one(val, b, lens[b])
+        if p.append:
+            kb = torch.cat([kb, inputs["k_new"][b].double()])
+            vb = torch.cat([vb, inputs["v_new"][b].double()])
+        out.append(_sequence_reference(one("q", b), kb, vb, p.causal, scale))
+    return torch.stack(out)
+
+
+def work(p: Fa3Params, *, lower_bound: bool = False) -> tuple[float, float]:
+    """(FLOPs, bytes) of one call: matmuls over attended pairs; q, k, v read and out written.
+
+    Ragged caches count their mean length, or their shortest with ``lower_bound`` (floors).
+    """
+    item = 1 if p.fp8 else 2
+    if p.kind == "varlen":
+        pairs = sum(attended_pairs(s, s, p.causal) for s in p.seqlens)
+        tokens_q = tokens_k = float(sum(p.seqlens))
+    else:
+        keys = p.mean_keys()
+        if lower_bound and p.ragged_min is not None:
+            keys = float(p.ragged_min + p.seqlen_new)
+        sk = round(keys)
+        pairs = p.batch * attended_pairs(p.seqlen_q, sk, p.causal)
+        tokens_q, tokens_k = float(p.batch * p.seqlen_q), p.batch * keys
+    flops = 4.0 * pairs * p.heads_q * p.head_dim
+    nbytes = (tokens_q * p.heads_q * p.head_dim * (item + 2)
+              + 2 * tokens_k * p.heads_kv * p.head_dim * item)  # fmt: skip
+    return flops, nbytes
