@@ -211,7 +211,8 @@ def serve(sock: socket.socket, worker: Worker) -> None:
             payload = b""
         finally:
             if worker.target.device == "cuda":
-                torch.cuda.empty_cache()
+                with contextlib.suppress(Exception):  # after a CUDA error this raises too
+                    torch.cuda.empty_cache()
         channel.send(sock, header, payload)
         if header.get("restart"):
             return
