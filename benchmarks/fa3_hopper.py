@@ -55,11 +55,12 @@ def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
     """Run one step and return its summary."""
     path = out_dir / (f"{name}.json" if repeat == 0 else f"{name}-{repeat + 1}.json")
     cmd = [sys.executable, "-m", "evals.harness", *STEPS[name], "--target", "fa3_hopper",
-           "--json", str(path), "--quiet"]  # fmt: skip
+           "--json", str(path)]  # fmt: skip
     sampler = MemorySampler()
     sampler.start()
     start = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    with open(path.with_suffix(".progress.log"), "w") as progress:  # survives a kill
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=progress, text=True)
     wall = time.monotonic() - start
     sampler.stop.set()
     sampler.join()

@@ -31,6 +31,15 @@ def test_bad_kernel_is_rejected_with_reason(kernel, code, text):
     assert text in reason and "\n" not in reason
 
 
+def test_scenario_filter_and_unknown_scenario():
+    settings = RunSettings("check", "cpu_attention", CPU_KERNELS / "throws.cpp", suite="smoke",
+                           scenario_ids=("smoke-fp32-d64-s128-h4-full",))
+    assert [r.scenario.id for r in evaluate(settings).results] == ["smoke-fp32-d64-s128-h4-full"]
+    bad = RunSettings("check", "cpu_attention", CPU_KERNELS / "throws.cpp", suite="smoke",
+                      scenario_ids=("nope",))
+    assert evaluate(bad).failure.code == Code.BAD_ARGUMENT
+
+
 def test_hang_is_killed_after_the_timeout():
     settings = RunSettings("check", "cpu_attention", CPU_KERNELS / "hang.cpp", suite="smoke",
                            call_timeout_s=3)

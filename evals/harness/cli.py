@@ -38,6 +38,10 @@ def parser() -> argparse.ArgumentParser:
             help="self-check: judge this upstream (e.g. fa3) as the candidate, against itself",
         )
         sp.add_argument("--suite", default="dev", help="scenario suite (default: dev)")
+        sp.add_argument(
+            "--scenario", action="append", default=[], metavar="ID",
+            help="judge only this scenario (repeatable)",
+        )  # fmt: skip
         sp.add_argument("--json", type=Path, help="also write the verdict as JSON here")
         sp.add_argument("--cache-dir", type=Path, help="build cache directory")
         sp.add_argument("--timeout", type=float, help="seconds one candidate request may take")
@@ -68,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir=args.cache_dir,
         call_timeout_s=args.timeout,
         candidate_upstream=args.candidate_upstream,
+        scenario_ids=tuple(args.scenario),
     )
     progress = None if args.quiet else report.print_progress
     verdict = evaluate(settings, progress=progress)

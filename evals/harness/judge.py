@@ -111,9 +111,7 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
     return None
 
 
-def _expected(
-    target: Target, scenario: Scenario, seed: int
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _expected(target: Target, scenario: Scenario, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The float64 reference and the accuracy baseline's output, computed in this process."""
     inputs = target.make_inputs(scenario, seed)
     reference = target.reference(scenario, inputs)

@@ -15,9 +15,9 @@ def _fmt(value: float | None, spec: str) -> str:
 def progress_line(done: int, total: int, result: ScenarioResult) -> str:
     """One line per finished scenario, for long runs."""
     status = "ok" if result.correct else f"FAIL {result.failure.code if result.failure else ''}"
-    fastest = result.fastest_upstream()
-    speed = result.speedup(fastest) if fastest else None
-    tail = f" {speed:.3f}x vs {fastest}" if speed is not None else ""
+    cand = result.times.get("candidate")
+    speeds = [f"{name} {result.speedup(name):.3f}x" for name in result.times if name != "candidate"]
+    tail = f" {cand.median_us:.1f} us; " + ", ".join(speeds) if cand else ""
     return f"[{done}/{total}] {result.scenario.id}: {status}{tail}"
 
 

@@ -40,6 +40,7 @@ class RunSettings:
         call_timeout_s: Overrides the target's per-request timeout (seconds) when set.
         candidate_upstream: Self-check: judge this upstream as the candidate (e.g. ``fa3``),
             so its speedup over itself shows whether the timing is sound.
+        scenario_ids: Judge only these scenarios of the suite (all when empty).
     """
 
     command: Command
@@ -50,6 +51,7 @@ class RunSettings:
     cache_dir: Path | None = None
     call_timeout_s: float | None = None
     candidate_upstream: str | None = None
+    scenario_ids: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         """JSON form, logged into the verdict."""
@@ -61,6 +63,13 @@ def _setup(settings: RunSettings, verdict: Verdict) -> tuple[Target, Suite]:
     """Resolve target, suite and candidate; raises HarnessInputError for bad input."""
     target = get_target(settings.target)
     suite = target.load_suite(settings.suite)
+    if settings.scenario_ids:
+        unknown = sorted(set(settings.scenario_ids) - set(suite.ids))
+        if unknown:
+            reason = f"unknown scenario(s) in suite {suite.name}: {', '.join(unknown)}"
+            raise HarnessInputError(Failure(Code.BAD_ARGUMENT, reason))
+        picked = tuple(s for s in suite.scenarios if s.id in settings.scenario_ids)
+        suite = Suite(suite.name, picked)
     if settings.call_timeout_s is not None:
         if settings.call_timeout_s <= 0:
             reason = f"timeout must be positive, got {settings.call_timeout_s}"
