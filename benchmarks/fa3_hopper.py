@@ -73,6 +73,11 @@ def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
         "passed": f"{agg['passed']}/{agg['scenarios']}",
         "geomean": {k: round(v, 4) if v else None for k, v in agg["geomean_speedup"].items()},
         "peak_gpu_mib": sampler.peak_mib, "json": str(path),
+        "peak_reserved_gib": {
+            proc: max((s["memory"].get(f"{proc}_peak_gib", 0.0) for s in doc["scenarios"]),
+                      default=0.0)
+            for proc in ("worker", "harness")
+        },
     }  # fmt: skip
     print("SUMMARY " + json.dumps(summary), flush=True)
     return summary

@@ -76,11 +76,13 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
     dtype = str(spec.dtype).removeprefix("torch.")
     for i in range(target.inputs_per_scenario):
         input_seed = derive_seed(session.seed, scenario.id, "verify", i)
-        out = _run(session, scenario, input_seed, poison="nan")
+        out = _run(session, scenario, input_seed, poison="nan", result=result)
         failure = check_meta(out, spec)
         if failure is not None:
             return failure
         t0 = time.monotonic()
+        if target.device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
         try:
             reference, baseline = _expected(target, scenario, input_seed)
         except Exception as exc:  # the harness's own side failed: say so, do not blame the kernel
@@ -90,6 +92,9 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
             out, reference=reference, baseline=baseline, rule=target.accuracy, dtype=dtype
         )
         del reference, baseline
+        if target.device == "cuda":  # hand the memory back before the worker's next request
+            _note_peak(result, "harness", torch.cuda.max_memory_reserved())
+            torch.cuda.empty_cache()
         session.tally.reference_s += time.monotonic() - t0
         figures = {
             "max_abs": check.max_abs_error,
@@ -99,7 +104,7 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
         }
         result.errors = {k: max(result.errors.get(k, v), v) for k, v in figures.items()}
         if check.failure is not None and check.failure.code == Code.NAN_INF:
-            rerun = _run(session, scenario, input_seed, poison="finite")
+            rerun = _run(session, scenario, input_seed, poison="finite", result=result)
             if bool(rerun.isfinite().all()):
                 reason = (
                     f"{check.nonfinite} output elements were never written "
@@ -119,11 +124,21 @@ def _expected(target: Target, scenario: Scenario, seed: int) -> tuple[torch.Tens
     return reference, baseline
 
 
-def _run(session: Session, scenario: Scenario, seed: int, *, poison: str) -> torch.Tensor:
+def _note_peak(result: ScenarioResult, process: str, peak: object) -> None:
+    """Keep the largest GPU memory reserved by ``process`` (worker or harness) in this scenario."""
+    if isinstance(peak, int | float):
+        key = f"{process}_peak_gib"
+        result.memory[key] = max(result.memory.get(key, 0.0), peak / 2**30)
+
+
+def _run(
+    session: Session, scenario: Scenario, seed: int, *, poison: str, result: ScenarioResult
+) -> torch.Tensor:
     header, payload = session.client.request(
         {"op": "run", "scenario": scenario.to_json(), "seed": seed, "poison": poison}
     )
     session.tally.candidate_s += float(header.get("candidate_s", 0.0))
+    _note_peak(result, "worker", header.get("peak_reserved_bytes"))
     meta = header["tensor"]
     if meta["dtype"] not in channel.WIRE_DTYPES:
         reason = f"output dtype {meta['dtype']} is not supported"
@@ -146,6 +161,7 @@ def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failu
     }
     timeout = target.limits.call_timeout_s + 2 * settings.time_cap_s
     header, _ = session.client.request(request, timeout_s=timeout)
+    _note_peak(result, "worker", header.get("peak_reserved_bytes"))
     result.unsupported.update(header.get("unsupported", {}))
     result.times = {name: TimingStats(**st) for name, st in header["stats"].items()}
     for name, busy in header["busy_s"].items():

@@ -28,6 +28,8 @@ class ScenarioResult:
         unsupported: Upstream name to why it cannot run this scenario.
         flops: FLOPs of one call; bytes: bytes moved by one call.
         floor_us: The roofline floor the candidate time was checked against (GPU targets).
+        memory: Peak GPU memory reserved in this scenario by the worker and by the harness
+            process (GiB; GPU targets).
         flags: Notes for a reader (e.g. timing did not converge).
 
     """
@@ -41,6 +43,7 @@ class ScenarioResult:
     flops: float = 0.0
     bytes: float = 0.0
     floor_us: float | None = None
+    memory: dict[str, float] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
 
     def speedup(self, upstream: str) -> float | None:
@@ -74,6 +77,7 @@ class ScenarioResult:
             "tflops": self.flops / cand.median_us / 1e6 if cand else None,
             "gbps": self.bytes / cand.median_us / 1e3 if cand else None,
             "floor_us": self.floor_us,
+            "memory": self.memory,
             "flags": self.flags,
         }
 

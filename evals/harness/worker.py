@@ -204,8 +204,12 @@ def serve(sock: socket.socket, worker: Worker) -> None:
             return
         if req.get("op") == "exit":
             return
+        if worker.target.device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
         try:
             header, payload = handlers[req["op"]](req)
+            if worker.target.device == "cuda":
+                header["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
         except CandidateError as exc:
             header = {"ok": False, "failure": exc.failure.to_json(), "restart": exc.fatal}
             payload = b""

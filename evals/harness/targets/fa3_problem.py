@@ -168,19 +168,27 @@ def _maybe_fp8(p: Fa3Params, **tensors: torch.Tensor) -> dict[str, Any]:
 
 def _sequence_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                         scale: float) -> torch.Tensor:  # fmt: skip
-    """Float64 attention of one sequence, chunked; q: (sq, hq, d), k, v: (sk, hkv, d)."""
+    """Float64 attention of one sequence, chunked; q: (sq, hq, d), k, v: (sk, hkv, d).
+
+    Chunks run over KV heads (so GQA never materialises repeated keys) and query rows (so
+    the float64 scores stay under :data:`REFERENCE_CHUNK_ELEMENTS`).
+    """
     sq, hq, d = q.shape
-    sk = k.shape[0]
+    sk, hkv = k.shape[0], k.shape[1]
+    group = hq // hkv
     out = torch.zeros(sq, hq, d, dtype=torch.float64, device=q.device)
-    rows = max(1, min(sq, REFERENCE_CHUNK_ELEMENTS // max(1, sk * hq)))
-    for i0 in range(0, sq, rows):
-        i1 = min(sq, i0 + rows)
-        k_end = max(0, min(sk, i1 + sk - sq)) if causal else sk
-        if k_end == 0:
-            continue
-        out[i0:i1] = reference_attention(
-            q[None, i0:i1], k[None, :k_end], v[None, :k_end], causal=causal, softmax_scale=scale
-        )[0]
+    rows = max(1, min(sq, REFERENCE_CHUNK_ELEMENTS // max(1, sk * group)))
+    for g in range(hkv):
+        heads = slice(g * group, (g + 1) * group)
+        for i0 in range(0, sq, rows):
+            i1 = min(sq, i0 + rows)
+            k_end = max(0, min(sk, i1 + sk - sq)) if causal else sk
+            if k_end == 0:
+                continue
+            out[i0:i1, heads] = reference_attention(
+                q[None, i0:i1, heads], k[None, :k_end, g : g + 1], v[None, :k_end, g : g + 1],
+                causal=causal, softmax_scale=scale,
+            )[0]  # fmt: skip
     return out
 
 
