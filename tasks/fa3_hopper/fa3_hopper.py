@@ -1,0 +1,51 @@
+"""fa3_hopper: make a one-file CUDA attention kernel for Hopper faster than FlashAttention-3.
+
+Measures the geometric-mean speedup of the agent's final kernel over FA3 on the 182-scenario
+full suite (dense, GQA, fp8, varlen, KV-cache; secret seed), after the agent worked on the
+26-scenario dev suite; 0 if any scenario fails. Needs an H100/H200.
+
+    inspect eval tasks/fa3_hopper --solver kernelseek --model anthropic/claude-opus-4-1 --epochs 5
+    inspect eval tasks/fa3_hopper --solver evals/kernel_agent --model openai/gpt-5
+    inspect eval tasks/fa3_hopper -T sandbox=local --model ...     # GPU host without Docker
+"""
+
+from pathlib import Path
+from typing import Literal
+
+from inspect_ai import Task, task
+
+from evals.bench import TaskSettings, kernel_task
+from evals.bench.registry import register_unqualified
+
+TASK_VERSION = 1
+TARGET = "fa3_hopper"
+ROOT = Path(__file__).resolve().parents[2]
+
+register_unqualified(__name__)
+
+
+@task
+def fa3_hopper(
+    *,
+    suite: str = "dev",
+    score_suite: str = "full",
+    upstream: str = "fa3",
+    sandbox: Literal["local", "docker", "k8s"] = "docker",
+    attempts: int = 3,
+    message_limit: int = 400,
+    token_limit: int | None = None,
+    time_limit: int | None = None,
+) -> Task:
+    """The Hopper task, scored against FA3 (or ``cudnn``, ``fa2``, ``fastest``)."""
+    settings = TaskSettings(
+        target=TARGET,
+        suite=suite,
+        score_suite=score_suite,
+        upstream=upstream,
+        sandbox=sandbox,
+        attempts=attempts,
+        message_limit=message_limit,
+        token_limit=token_limit,
+        time_limit=time_limit,
+    )
+    return kernel_task(settings, version=TASK_VERSION, root=ROOT)
