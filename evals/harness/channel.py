@@ -81,6 +81,27 @@ def tensor_to_wire(t: torch.Tensor) -> tuple[dict[str, Any], bytes]:
     return meta, flat.view(torch.uint8).numpy().tobytes()
 
 
+def pack_tensors(tensors: list[torch.Tensor]) -> tuple[list[dict[str, Any]], bytes]:
+    """Serialise several tensors into one payload; each meta records its byte count."""
+    metas, chunks = [], []
+    for t in tensors:
+        meta, data = tensor_to_wire(t)
+        metas.append({**meta, "nbytes": len(data)})
+        chunks.append(data)
+    return metas, b"".join(chunks)
+
+
+def unpack_tensors(metas: list[dict[str, Any]], payload: bytes) -> list[torch.Tensor]:
+    """Inverse of :func:`pack_tensors`; tensors sent from a GPU go back to the GPU."""
+    out, offset = [], 0
+    for meta in metas:
+        n = int(meta["nbytes"])
+        t = tensor_from_wire(meta, payload[offset : offset + n])
+        out.append(t.to(meta["device"]) if meta["device"] == "cuda" else t)
+        offset += n
+    return out
+
+
 def tensor_from_wire(meta: dict[str, Any], payload: bytes) -> torch.Tensor:
     """Rebuild a tensor sent by :func:`tensor_to_wire`.
 

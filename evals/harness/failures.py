@@ -18,6 +18,8 @@ class Code(StrEnum):
     BUILD_ERROR = "build_error"
     BUILD_TIMEOUT = "build_timeout"
     LOAD_ERROR = "load_error"
+    FORBIDDEN_INCLUDE = "forbidden_include"
+    FORBIDDEN_SYMBOL = "forbidden_symbol"
     MISSING_ENTRY_POINT = "missing_entry_point"
     WRONG_SIGNATURE = "wrong_signature"
     # One scenario.
@@ -31,6 +33,10 @@ class Code(StrEnum):
     UNWRITTEN_OUTPUT = "unwritten_output"
     INACCURATE = "inaccurate"
     IMPLAUSIBLE = "implausible"
+    INPUT_MODIFIED = "input_modified"
+    OUTPUT_ALIASED = "output_aliased"
+    STALE_RESULT = "stale_result"
+    NONDETERMINISTIC = "nondeterministic"
     HARNESS_ERROR = "harness_error"
 
 

@@ -13,11 +13,16 @@ from evals.harness import channel
 from evals.harness.failures import Code, Failure
 from evals.harness.gpu import Ceilings
 from evals.harness.scenarios import Scenario
-from evals.harness.targets import Target
+from evals.harness.targets import Inputs, Target
 from evals.harness.timing import TimingStats
 from evals.harness.verdict import ScenarioResult
 from evals.harness.verify import check_meta, check_values
 from evals.harness.worker_client import WorkerClient, WorkerFailure
+
+RACE_FRACTION = 0.25
+"""Runs on the same input may differ by at most this fraction of the dtype's accuracy floor."""
+SUSPICIOUS_SPEEDUP = 1.5
+"""A speedup above this over any upstream is flagged for a person to look at (not failed)."""
 
 
 def derive_seed(seed: int, *parts: object) -> int:
@@ -57,7 +62,7 @@ def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
         if reason is not None:
             result.unsupported[up.name] = reason
     try:
-        failure = _verify(session, scenario, result)
+        failure = _verify(session, scenario, result) or _probe(session, scenario, result)
         if failure is None and session.command != "check":
             failure = _time(session, scenario, result)
     except WorkerFailure as exc:
@@ -116,6 +121,57 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
     return None
 
 
+def _check_against(
+    target: Target, scenario: Scenario, out: torch.Tensor, inputs: Inputs
+) -> Failure | None:
+    """Apply the accuracy rule to ``out`` computed from ``inputs``."""
+    spec = target.expected_output(scenario)
+    failure = check_meta(out, spec)
+    if failure is not None:
+        return failure
+    reference = target.reference(scenario, inputs)
+    baseline = target.upstream(target.accuracy.baseline).prepare(inputs)()
+    dtype = str(spec.dtype).removeprefix("torch.")
+    return check_values(
+        out, reference=reference, baseline=baseline, rule=target.accuracy, dtype=dtype
+    ).failure
+
+
+def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
+    """Same pointers with new data, same data in new buffers, and three runs that must agree."""
+    target = session.target
+    seed_b = derive_seed(session.seed, scenario.id, "probe-b")
+    request = {"op": "probe", "scenario": scenario.to_json(), "seed_b": seed_b,
+               "seed_a": derive_seed(session.seed, scenario.id, "probe-a")}  # fmt: skip
+    header, payload = session.client.request(request)
+    _note_peak(result, "worker", header.get("peak_reserved_bytes"))
+    outputs = channel.unpack_tensors(header["tensors"], payload)
+    if header.get("skipped"):
+        result.flags.append("probe: inputs too large to copy; only the race check ran")
+    t0 = time.monotonic()
+    inputs = target.make_inputs(scenario, seed_b) if outputs else {}
+    hows = [
+        "in the buffers of an earlier call refilled with new data (a result or "
+        "pointer-keyed cache)",
+        "on the same data in new buffers",
+    ]
+    checks = list(zip(outputs, hows, strict=False))  # fmt: skip
+    try:
+        for out, how in checks:
+            failure = _check_against(target, scenario, out, inputs)
+            if failure is not None:
+                return Failure(Code.STALE_RESULT, f"wrong result {how}: {failure.reason}")
+    finally:
+        session.tally.reference_s += time.monotonic() - t0
+    dtype = str(target.expected_output(scenario).dtype).removeprefix("torch.")
+    limit = target.accuracy.floors[dtype] * RACE_FRACTION
+    if header["race_spread"] > limit:
+        reason = (f"three runs on the same input differ by up to {header['race_spread']:.3g} "
+                  f"(more than rounding, {limit:.3g}): a race")  # fmt: skip
+        return Failure(Code.NONDETERMINISTIC, reason)
+    return None
+
+
 def _expected(target: Target, scenario: Scenario, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The float64 reference and the accuracy baseline's output, computed in this process."""
     inputs = target.make_inputs(scenario, seed)
@@ -143,24 +199,24 @@ def _run(
     if meta["dtype"] not in channel.WIRE_DTYPES:
         reason = f"output dtype {meta['dtype']} is not supported"
         raise WorkerFailure(Failure(Code.WRONG_DTYPE, reason))
-    out = channel.tensor_from_wire(meta, payload)
-    return out.to("cuda") if meta["device"] == "cuda" else out
+    return channel.unpack_tensors([{**meta, "nbytes": len(payload)}], payload)[0]
 
 
 def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
     target, settings = session.target, session.target.timing
     upstreams = [u.name for u in target.upstreams if u.name not in result.unsupported]
     n_sets = max(3, target.inputs_per_scenario)
+    seeds = [derive_seed(session.seed, scenario.id, "time", i) for i in range(n_sets)]
     request = {
         "op": "time",
         "scenario": scenario.to_json(),
-        "seeds": [derive_seed(session.seed, scenario.id, "time", i) for i in range(n_sets)],
+        "seeds": seeds,
         "upstreams": upstreams,
         "settings": dataclasses.asdict(settings),
         "rng_seed": derive_seed(session.seed, scenario.id, "order"),
     }
     timeout = target.limits.call_timeout_s + 2 * settings.time_cap_s
-    header, _ = session.client.request(request, timeout_s=timeout)
+    header, payload = session.client.request(request, timeout_s=timeout)
     _note_peak(result, "worker", header.get("peak_reserved_bytes"))
     result.unsupported.update(header.get("unsupported", {}))
     result.times = {name: TimingStats(**st) for name, st in header["stats"].items()}
@@ -169,10 +225,32 @@ def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failu
             session.tally.candidate_s += busy
         else:
             session.tally.upstream_s += busy
+    for name in result.times:
+        speedup = result.speedup(name) if name != "candidate" else None
+        if speedup is not None and speedup > SUSPICIOUS_SPEEDUP:
+            result.flags.append(f"suspicious: {speedup:.2f}x over {name}; worth a look")
     worst = max(result.times.values(), key=lambda st: st.rse)
     if worst.rse >= settings.target_rse:
         result.flags.append(f"timing stopped at {header['stop']} with rse {worst.rse:.2%}")
-    return _plausible(session, scenario, result)
+    timed = channel.unpack_tensors(header["tensors"], payload)
+    return _check_timed(session, scenario, seeds, timed) or _plausible(session, scenario, result)
+
+
+def _check_timed(
+    session: Session, scenario: Scenario, seeds: list[int], outputs: list[torch.Tensor]
+) -> Failure | None:
+    """The latest timed output of every input set must be right too."""
+    t0 = time.monotonic()
+    try:
+        sets = session.target.make_timing_inputs(scenario, seeds)
+        for i, (out, inputs) in enumerate(zip(outputs, sets, strict=True)):
+            failure = _check_against(session.target, scenario, out, inputs)
+            if failure is not None:
+                reason = f"a timed call on input set {i} returned a wrong result: {failure.reason}"
+                return Failure(Code.STALE_RESULT, reason)
+    finally:
+        session.tally.reference_s += time.monotonic() - t0
+    return None
 
 
 def _plausible(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:

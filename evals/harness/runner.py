@@ -17,6 +17,7 @@ from evals.harness.build import BuildResult, build
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.judge import Session, Tally, judge_scenario
 from evals.harness.scenarios import Scenario, Suite
+from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
 from evals.harness.verdict import ScenarioResult, Verdict
 from evals.harness.worker_client import WorkerClient, WorkerFailure
@@ -112,12 +113,16 @@ def evaluate(settings: RunSettings, progress: Progress | None = None) -> Verdict
     }
     use_secret = settings.command == "score" or settings.seed is None
     verdict.seed = secrets.randbits(62) if use_secret else settings.seed
-    built = _build(target, settings)
+    rejected = _static_checks(target, settings, None, verdict)
+    built = None if rejected else _build(target, settings)
     verdict.build = built.to_json() if built else None
     tally = Tally()
+    rejected = rejected or _static_checks(target, settings, built, verdict)
     if built is not None and built.library is None:
         assert built.failure is not None
         _fail_all(verdict, suite.scenarios, built.failure)
+    elif rejected is not None:
+        _fail_all(verdict, suite.scenarios, rejected)
     else:
         library = built.library if built else None
         _judge_all(verdict, target, library, suite.scenarios, tally, progress, settings)
@@ -138,6 +143,24 @@ def _build(target: Target, settings: RunSettings) -> BuildResult | None:
     if settings.kernel is None:
         return None
     return build(target, settings.kernel, cache_dir=settings.cache_dir)
+
+
+def _static_checks(
+    target: Target, settings: RunSettings, built: BuildResult | None, verdict: Verdict
+) -> Failure | None:
+    """Includes before the build, symbols after it; each finding is recorded in the flags."""
+    policy = target.policy
+    if policy is None or settings.kernel is None:
+        return None
+    if built is None:
+        failure = check_includes(settings.kernel.read_text(errors="replace"), policy)
+        verdict.flags.append(f"include check: {failure.reason if failure else 'passed'}")
+        return failure
+    if not policy.check_symbols or built.library is None:
+        return None
+    failure = check_symbols(built.library, policy)
+    verdict.flags.append(f"symbol check: {failure.reason if failure else 'passed'}")
+    return failure
 
 
 def _read_kernel(path: Path, target: Target) -> bytes:

@@ -22,6 +22,7 @@ import torch
 
 from evals.harness import channel
 from evals.harness.failures import Code, Failure, one_line
+from evals.harness.guards import CLONE_LIMIT_BYTES, InputGuard, aliasing, input_bytes
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, OutputSpec, Target, get_target
 from evals.harness.timing import TimingSettings, measure
@@ -113,6 +114,8 @@ class Worker:
         self.target = target
         self.candidate_upstream = candidate_upstream
         self.ops: Any = None
+        self.earlier: list[torch.Tensor] = []
+        self.earlier_inputs: Inputs | None = None
         if candidate_upstream is not None:
             return
         torch.ops.load_library(library)  # type: ignore[no-untyped-call]
@@ -135,29 +138,71 @@ class Worker:
     def run(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """Run the candidate once on the inputs of ``req['seed']`` and return its output."""
         scenario = Scenario(**req["scenario"])
-        fn = self.prepare(self.target.make_inputs(scenario, req["seed"]))
+        inputs = self.target.make_inputs(scenario, req["seed"])
+        guard = InputGuard(inputs, self.target.mutable_inputs(scenario))
         spec = self.target.expected_output(scenario)
         start = time.perf_counter()
         with poisoned_allocations(req.get("poison", "nan"), spec):
-            try:
-                out = fn()
-                if self.target.device == "cuda":
-                    torch.cuda.synchronize()
-            except Exception as exc:
-                raise candidate_error(exc) from exc
+            out = self.call(self.prepare(inputs))
         seconds = time.perf_counter() - start
+        failure = guard.modified() or aliasing(out, inputs, self.earlier)
+        if failure is not None:
+            raise CandidateError(failure)
+        # Kept alive until the next call: a fresh output can never share their memory, and
+        # the next inputs never reuse these addresses (so pointer-keyed caches miss here and
+        # are caught by the probe, deterministically). Large inputs are not kept.
+        self.earlier = [out]
+        self.earlier_inputs = inputs if guard.exact else None
+        meta, payload = channel.tensor_to_wire(out)
+        return {"ok": True, "tensor": meta, "candidate_s": seconds}, payload
+
+    def call(self, fn: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """Call the candidate once, synchronously; its failures become CandidateErrors."""
+        try:
+            out = fn()
+            if self.target.device == "cuda":
+                torch.cuda.synchronize()
+        except Exception as exc:
+            raise candidate_error(exc) from exc
         if not isinstance(out, torch.Tensor):
             reason = f"wrong signature: entry point returned {type(out).__name__}, not a Tensor"
             raise CandidateError(Failure(Code.WRONG_SIGNATURE, reason))
-        meta, payload = channel.tensor_to_wire(out)
-        return {"ok": True, "tensor": meta, "candidate_s": seconds}, payload
+        return out
+
+    def probe(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """Anti-caching and race probes on two input sets A and B.
+
+        Returns the outputs for B computed (1) in A's buffers refilled with B's data (same
+        pointers, new data) and (2) in fresh copies of B (same data, new buffers), and the
+        largest difference among three runs on B (races).
+        """
+        scenario = Scenario(**req["scenario"])
+        b = self.target.make_inputs(scenario, req["seed_b"])
+        if input_bytes(b) > CLONE_LIMIT_BYTES:  # two more copies would break the memory budget
+            runs = [self.call(self.prepare(b)).double() for _ in range(3)]
+            spread = max(float((r - runs[0]).abs().max()) for r in runs[1:])
+            return {"ok": True, "tensors": [], "race_spread": spread, "skipped": True}, b""
+        a = self.target.make_inputs(scenario, req["seed_a"])
+        fn_a = self.prepare(a)
+        self.call(fn_a)
+        for name, t in a.items():
+            if isinstance(t, torch.Tensor):
+                t.copy_(b[name])
+        same_pointers = self.call(fn_a)
+        fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in b.items()}
+        new_buffers = self.call(self.prepare(fresh))
+        runs = [new_buffers.double()] + [self.call(self.prepare(b)).double() for _ in range(2)]
+        spread = max(float((r - runs[0]).abs().max()) for r in runs[1:])
+        metas, payload = channel.pack_tensors([same_pointers, new_buffers])
+        return {"ok": True, "tensors": metas, "race_spread": spread}, payload
 
     def time(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """Time the candidate and the named upstreams, interleaved, over rotated input sets."""
         scenario = Scenario(**req["scenario"])
         inputs = self.target.make_timing_inputs(scenario, list(req["seeds"]))
+        last: dict[int, torch.Tensor] = {}  # the latest timed output per input set
         impls: dict[str, list[Callable[[], object]]] = {
-            "candidate": [self.prepare(inp) for inp in inputs]
+            "candidate": [_stash(last, i, self.prepare(inp)) for i, inp in enumerate(inputs)]
         }
         unsupported: dict[str, str] = {}
         for name in req["upstreams"]:
@@ -174,14 +219,19 @@ class Worker:
             )
         except Exception as exc:
             raise candidate_error(exc) from exc
+        outputs = [last[i] for i in range(len(inputs))]
+        if not all(isinstance(o, torch.Tensor) for o in outputs):
+            raise CandidateError(Failure(Code.WRONG_SIGNATURE, "a timed call returned no Tensor"))
+        metas, payload = channel.pack_tensors(outputs)
         return {
             "ok": True,
+            "tensors": metas,
             "unsupported": unsupported,
             "stats": {name: st.to_json() for name, st in run.stats.items()},
             "busy_s": dict(run.busy_s),
             "trials": run.trials,
             "stop": run.stop,
-        }, b""
+        }, payload
 
     def _probe(self, name: str, inputs: list[Inputs]) -> list[Callable[[], object]]:
         """An upstream's callables, after one call shows it runs this scenario."""
@@ -194,9 +244,20 @@ class Worker:
         return calls
 
 
+def _stash(
+    last: dict[int, torch.Tensor], index: int, fn: Callable[[], torch.Tensor]
+) -> Callable[[], None]:
+    """Wrap a candidate call so its latest output for input set ``index`` is kept."""
+
+    def run() -> None:
+        last[index] = fn()
+
+    return run
+
+
 def serve(sock: socket.socket, worker: Worker) -> None:
     """Answer requests until ``exit`` or until the parent goes away."""
-    handlers = {"run": worker.run, "time": worker.time}
+    handlers = {"run": worker.run, "time": worker.time, "probe": worker.probe}
     while True:
         try:
             req, _ = channel.recv(sock)

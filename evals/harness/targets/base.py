@@ -13,6 +13,7 @@ import torch
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.gpu import Ceilings
 from evals.harness.scenarios import Scenario, Suite, load_suite
+from evals.harness.static_checks import SourcePolicy
 from evals.harness.timing import Timer, TimingSettings
 
 DeviceKind = Literal["cpu", "cuda"]
@@ -143,6 +144,7 @@ class Target(ABC):
     suite_names: tuple[str, ...] = ("smoke", "dev", "full")
     inputs_per_scenario: int = 3
     upstreams: tuple[Upstream, ...] = field(default_factory=tuple)
+    policy: SourcePolicy | None = None
 
     def load_suite(self, name: str) -> Suite:
         """Load one of this target's suites by name."""
@@ -179,6 +181,10 @@ class Target(ABC):
             inputs: One input set from :meth:`make_inputs`.
 
         """
+
+    def mutable_inputs(self, scenario: Scenario) -> frozenset[str]:
+        """Inputs the contract lets the candidate modify (e.g. a KV cache it appends to)."""
+        return frozenset()
 
     def make_timing_inputs(self, scenario: Scenario, seeds: list[int]) -> list[Inputs]:
         """Input sets rotated through the timed calls, one per seed."""

@@ -22,6 +22,7 @@ from evals.harness.attention import (
     reference_attention,
 )
 from evals.harness.scenarios import Scenario
+from evals.harness.static_checks import STD_HEADERS, TORCH_HEADERS, SourcePolicy
 from evals.harness.targets.base import (
     AccuracyRule,
     BuildSpec,
@@ -97,6 +98,16 @@ class CpuAttention(Target):
             timing=TimingSettings(warmup=1, min_trials=5, max_trials=100, time_cap_s=2.0),
             limits=WorkerLimits(call_timeout_s=60.0, memory_limit_bytes=8 << 30),
             upstreams=(TorchSdpaCpu(),),
+            policy=SourcePolicy(
+                allowed_includes=(
+                    STD_HEADERS,
+                    *TORCH_HEADERS,
+                    r"omp\.h",
+                    r"[a-z0-9]*intrin\.h",
+                    r"arm_neon\.h",
+                    r"ATen/Parallel\.h",
+                ),
+            ),
         )
 
     def shape(self, scenario: Scenario) -> AttentionShape:

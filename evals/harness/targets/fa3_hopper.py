@@ -19,6 +19,7 @@ from evals.harness.gpu import (
     measure_ceilings,
 )
 from evals.harness.scenarios import Scenario
+from evals.harness.static_checks import STD_HEADERS, TORCH_HEADERS, SourcePolicy
 from evals.harness.targets import fa3_problem as problem
 from evals.harness.targets.base import (
     AccuracyRule,
@@ -76,6 +77,20 @@ class Fa3Hopper(Target):
             timing=TimingSettings(warmup=2, min_trials=10, max_trials=100, time_cap_s=1.0),
             limits=WorkerLimits(call_timeout_s=120.0),
             upstreams=fa3_upstreams(),
+            policy=SourcePolicy(
+                allowed_includes=(
+                    STD_HEADERS,
+                    *TORCH_HEADERS,
+                    r"cuda_(runtime|bf16|fp16|fp8|pipeline)\.h",
+                    r"mma\.h",
+                    r"cuda/(barrier|pipeline|std/[a-z_]+)",
+                    r"ATen/cuda/CUDAContext\.h",
+                    r"c10/cuda/CUDA(Guard|Stream)\.h",
+                ),
+                # CUDA builds link cudart pieces that open files and dlopen libcuda: the symbol
+                # check needs a measured baseline of a trivial build first (not yet taken).
+                check_symbols=False,
+            ),
         )
 
     def params(self, scenario: Scenario) -> problem.Fa3Params:
@@ -85,6 +100,10 @@ class Fa3Hopper(Target):
     def make_inputs(self, scenario: Scenario, seed: int) -> Inputs:
         """Random inputs on the GPU from a seeded CUDA generator."""
         return problem.make_inputs(self.params(scenario), seed)
+
+    def mutable_inputs(self, scenario: Scenario) -> frozenset[str]:
+        """The KV cache, when new keys and values are appended to it."""
+        return frozenset({"k_cache", "v_cache"}) if self.params(scenario).append else frozenset()
 
     def make_timing_inputs(self, scenario: Scenario, seeds: list[int]) -> list[Inputs]:
         """Timing sets; KV-cache scenarios share one cache (see ``fa3_problem``)."""

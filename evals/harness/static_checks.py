@@ -1,0 +1,126 @@
+"""Static checks of a candidate: includes, linked symbols and torch operators.
+
+Includes are checked against an allow-list; the built library's undefined symbols against
+forbidden patterns (Python C-API, dynamic loading, file, socket and environment access, process
+and thread creation, CUDA streams and graphs, L2 persistence, vendor libraries); its torch
+operators against the allocation-only allow-list.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from evals.harness.failures import Code, Failure
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
+_ATEN_OP = re.compile(r"\bat::_ops::([A-Za-z0-9_]+)::")
+
+COMMON_FORBIDDEN_SYMBOLS: tuple[tuple[str, str], ...] = (
+    (r"^_?Py[A-Z_]|^_Py", "the Python C-API"),
+    (r"^(dlopen|dlsym|dlmopen|dlvsym)\b", "dynamic loading"),
+    (r"^(fopen|fopen64|freopen|open|open64|openat|creat|fdopen|opendir)\b", "file I/O"),
+    (r"^(socket|connect|bind|listen|accept|getaddrinfo)\b", "socket I/O"),
+    (r"^(getenv|secure_getenv|setenv|putenv|unsetenv)\b", "environment access"),
+    (r"^(fork|vfork|execv|execve|execvp|execl|execlp|system|popen|posix_spawn|clone)\b",
+     "process creation"),
+    (r"^(pthread_create|thrd_create)\b|std::thread", "thread creation"),
+    (r"^(signal|sigaction|ptrace|mprotect|syscall)\b", "signal or syscall tricks"),
+    (r"^cuda(StreamCreate|StreamCreateWithFlags|StreamCreateWithPriority|Graph|StreamBeginCapture"
+     r"|StreamSetAttribute|CtxResetPersistingL2Cache|DeviceSetLimit|LaunchHostFunc"
+     r"|StreamAddCallback)", "CUDA stream, graph or L2-persistence control"),
+    (r"^cu(StreamCreate|Graph|StreamSetAttribute|CtxResetPersistingL2Cache|ModuleLoad"
+     r"|LibraryLoad)", "CUDA driver stream, graph, L2 or module control"),
+    (r"^(cublas|cublasLt|cudnn|cblas_|dnnl_|mkl_|flash::|cutlass::)", "a vendor library"),
+)  # fmt: skip
+"""(pattern on the demangled undefined symbol, what it is)."""
+
+ALLOCATION_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like",
+    "fill", "zero", "view", "reshape", "contiguous", "narrow", "slice", "select",
+    "as_strided", "expand", "permute", "transpose", "unsqueeze", "squeeze", "flatten",
+    "size", "stride", "copy", "clone",
+})  # fmt: skip
+"""torch operators a candidate may call: allocation, fills, copies and views, no computation.
+An ``at::_ops`` name matches a base name exactly or with an overload suffix (``empty_memory_format``
+is ``empty``; ``fill_`` is ``fill``)."""
+
+
+def allowed_op(op: str, allowed: frozenset[str]) -> bool:
+    """Whether the ``at::_ops`` struct name ``op`` is an allowed base name or an overload of one."""
+    return op.rstrip("_") in allowed or any(op.startswith(base + "_") for base in allowed)
+
+
+STD_HEADERS = (
+    r"algorithm|array|atomic|bit|cassert|cfloat|climits|cmath|cstddef|cstdint|cstdio|cstdlib"
+    r"|cstring|functional|initializer_list|limits|memory|numeric|optional|string|tuple"
+    r"|map|unordered_map|set|unordered_set|deque|list|stdexcept|iostream|sstream|complex"
+    r"|type_traits|utility|vector|math\.h|stdint\.h|stddef\.h|float\.h|assert\.h"
+)
+ALLOC_HEADERS = r"ATen/ops/(empty|empty_like|empty_strided|zeros|zeros_like|full|full_like)\.h"
+TORCH_HEADERS = (r"torch/library\.h", r"ATen/core/Tensor\.h", ALLOC_HEADERS,
+                 r"c10/util/[A-Za-z0-9_]+\.h", r"c10/core/ScalarType\.h")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SourcePolicy:
+    """What a target's candidates may include and link against.
+
+    Attributes:
+        allowed_includes: Regexes; every ``#include`` must match one.
+        forbidden_symbols: (regex, description) applied to demangled undefined symbols.
+        allowed_torch_ops: ``at::_ops`` operator names the candidate may call.
+        check_symbols: Whether to check the built library's symbols (off where no baseline of
+            the toolchain's own symbols has been measured yet).
+    """
+
+    allowed_includes: tuple[str, ...]
+    forbidden_symbols: tuple[tuple[str, str], ...] = COMMON_FORBIDDEN_SYMBOLS
+    allowed_torch_ops: frozenset[str] = ALLOCATION_OPS
+    check_symbols: bool = True
+
+
+def check_includes(source: str, policy: SourcePolicy) -> Failure | None:
+    """The first include that no pattern of the policy allows, as a failure."""
+    allowed = [re.compile(p) for p in policy.allowed_includes]
+    for header in _INCLUDE.findall(source):
+        if not any(p.fullmatch(header) for p in allowed):
+            reason = f"forbidden include <{header}> (see the contract's allowed headers)"
+            return Failure(Code.FORBIDDEN_INCLUDE, reason)
+    return None
+
+
+def undefined_symbols(library: Path) -> list[str]:
+    """Demangled undefined dynamic symbols of ``library`` (``nm -D -C --undefined-only``)."""
+    out = subprocess.run(
+        ["nm", "-D", "-C", "--undefined-only", str(library)],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    symbols = []
+    for line in out.splitlines():
+        name = line.strip()
+        if name.startswith("U "):
+            name = name[2:].strip()
+        symbols.append(name.split("@")[0])
+    return symbols
+
+
+def check_symbols(
+    library: Path, policy: SourcePolicy, baseline: frozenset[str] = frozenset()
+) -> Failure | None:
+    """Forbidden symbols or torch compute operators the candidate adds over ``baseline``."""
+    try:
+        symbols = [s for s in undefined_symbols(library) if s not in baseline]
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Failure(Code.FORBIDDEN_SYMBOL, f"cannot list the library's symbols: {exc}")
+    rules = [(re.compile(p), what) for p, what in policy.forbidden_symbols]
+    for sym in symbols:
+        for rule, what in rules:
+            if rule.search(sym):
+                return Failure(Code.FORBIDDEN_SYMBOL, f"uses {what}: {sym}")
+        for op in _ATEN_OP.findall(sym):
+            if not allowed_op(op, policy.allowed_torch_ops):
+                return Failure(Code.FORBIDDEN_SYMBOL, f"calls the torch compute operator {op}")
+    return None

@@ -1,0 +1,64 @@
+"""The red-team corpus for cpu_attention: every cheat is rejected for its stated reason, every
+honest kernel passes. Each cheat file names its hack and the defence that must catch it."""
+
+import pytest
+
+from evals.harness import Code, RunSettings, evaluate
+from tests.helpers import CPU_KERNELS, ROOT, START_CPU
+
+CHEATS = ROOT / "tests" / "cheats" / "cpu_attention"
+
+CASES = [
+    # (file, command, suite, code, text in the reason)
+    ("return_input.cpp", "check", "smoke", Code.OUTPUT_ALIASED, "input 'v'"),
+    ("result_reuse.cpp", "check", "smoke", Code.OUTPUT_ALIASED, "earlier output"),
+    ("pointer_cache.cpp", "check", "smoke", Code.STALE_RESULT, "refilled with new data"),
+    ("shape_cache.cpp", "check", "smoke", Code.INACCURATE, "exceeds tolerance"),
+    ("timed_subset.cpp", "bench", "smoke", Code.STALE_RESULT, "a timed call"),
+    ("input_modification.cpp", "check", "smoke", Code.INPUT_MODIFIED, "input 'q'"),
+    ("precision_downgrade.cpp", "check", "smoke", Code.INACCURATE, "exceeds tolerance"),
+    ("shape_specialised.cpp", "check", "dev", Code.INACCURATE, "exceeds tolerance"),
+    ("racy.cpp", "check", "smoke", Code.NONDETERMINISTIC, "three runs"),
+    ("background_thread.cpp", "check", "smoke", Code.FORBIDDEN_INCLUDE, "<thread>"),
+    ("extension_header.cpp", "check", "smoke", Code.FORBIDDEN_INCLUDE, "torch/extension.h"),
+    ("thread_via_torch_headers.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "thread creation"),
+    ("getenv.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "environment access"),
+    ("read_file.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "file I/O"),
+    ("dlopen_library.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "dynamic loading"),
+    ("python_timer_patch.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "Python C-API"),
+    ("torch_op.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "torch compute operator"),
+]
+
+
+def test_every_cheat_file_is_covered_and_documented():
+    files = {p.name for p in CHEATS.glob("*.cpp")} - {"honest_split_kv.cpp"}
+    assert files == {c[0] for c in CASES}
+    for name in files:
+        head = (CHEATS / name).read_text().splitlines()[:2]
+        assert head[0].startswith("// Cheat: ") and head[1].startswith("// Caught by: ")
+
+
+@pytest.mark.parametrize(("kernel", "command", "suite", "code", "text"), CASES,
+                         ids=[c[0] for c in CASES])
+def test_cheat_is_rejected_for_its_reason(kernel, command, suite, code, text):
+    verdict = evaluate(RunSettings(command, "cpu_attention", CHEATS / kernel, suite=suite))
+    assert verdict.status == "failed"
+    failures = [r.failure for r in verdict.results if r.failure is not None]
+    # the first scenario that fails, fails for the cheat's reason (a cheat that stops working
+    # after some calls, like timed_subset, may fail later scenarios for other reasons)
+    assert failures and failures[0].code == code, failures
+    assert text in failures[0].reason
+
+
+def test_shape_specialised_cheat_passes_the_shapes_it_was_shown():
+    verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "shape_specialised.cpp",
+                                   suite="smoke"))
+    assert verdict.status == "ok"
+
+
+@pytest.mark.parametrize("kernel", [START_CPU, CPU_KERNELS / "fast.cpp",
+                                    CHEATS / "honest_split_kv.cpp"], ids=lambda p: p.name)
+def test_honest_kernels_pass_every_check(kernel):
+    verdict = evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke"))
+    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert "include check: passed" in verdict.flags and "symbol check: passed" in verdict.flags
