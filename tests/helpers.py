@@ -13,7 +13,9 @@ START_CPU = ROOT / "kernels" / "cpu_attention" / "start.cpp"
 BUILD_CACHE = ROOT / ".cache" / "test-cache"
 
 
-def run_harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def run_harness(
+    *args: str, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m evals.harness ARGS`` and capture its output."""
     return subprocess.run(
         [sys.executable, "-m", "evals.harness", *args],
@@ -21,5 +23,5 @@ def run_harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess
         text=True,
         timeout=timeout,
         cwd=ROOT,
-        env=dict(os.environ),
+        env=env if env is not None else dict(os.environ),
     )

@@ -56,7 +56,7 @@ class TaskSettings:
         installed); in container sandboxes the image's ``python3``.
         """
         python = sys.executable if self.sandbox == "local" else "python3"
-        return [python, "-m", "evals.harness"]
+        return [python, "-P", "-m", "evals.harness"]  # -P: the workspace never shadows evals
 
     def to_json(self) -> dict[str, Any]:
         """JSON form, logged into the transcript and the task metadata."""

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from evals.harness.failures import Code, Failure
+from evals.harness.hygiene import clean_environment
 from evals.harness.targets.base import Target
 
 BUILD_FORMAT = 1
@@ -131,7 +132,9 @@ def _from_record(record: dict[str, object], key: str) -> BuildResult | None:
     return None
 
 
-def build(target: Target, source_path: Path, *, cache_dir: Path | None = None) -> BuildResult:
+def build(
+    target: Target, source_path: Path, *, cache_dir: Path | None = None, clean_env: bool = False
+) -> BuildResult:
     """Build ``source_path`` for ``target``, reusing a cached build of identical content.
 
     Compiler errors are cached (they are deterministic); timeouts are not.
@@ -145,13 +148,13 @@ def build(target: Target, source_path: Path, *, cache_dir: Path | None = None) -
             cached = _from_record(json.loads(record_path.read_text()), key)
             if cached is not None:
                 return cached
-        result = _compile(target, source, key, root)
+        result = _compile(target, source, key, root, clean_env)
         if result.failure is None or result.failure.code == Code.BUILD_ERROR:
             record_path.write_text(json.dumps(result.to_json()))
         return result
 
 
-def _compile(target: Target, source: bytes, key: str, root: Path) -> BuildResult:
+def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: bool) -> BuildResult:
     src_dir = root / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
     src = src_dir / f"candidate{target.contract.source_suffix}"
@@ -163,11 +166,11 @@ def _compile(target: Target, source: bytes, key: str, root: Path) -> BuildResult
         **target.build.to_json(),
     }
     (root / "build").mkdir(exist_ok=True)
-    env = dict(os.environ)
+    env = clean_environment(os.environ) if clean_env else dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     start = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "evals.harness.build_child", json.dumps(spec)],
+        [sys.executable, "-P", "-m", "evals.harness.build_child", json.dumps(spec)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

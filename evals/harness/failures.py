@@ -38,6 +38,7 @@ class Code(StrEnum):
     STALE_RESULT = "stale_result"
     NONDETERMINISTIC = "nondeterministic"
     HARNESS_ERROR = "harness_error"
+    HARNESS_MODIFIED = "harness_modified"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Literal
 from evals.harness import provenance
 from evals.harness.build import BuildResult, build
 from evals.harness.failures import Code, Failure, HarnessInputError
+from evals.harness.hygiene import hash_file, verify_install
 from evals.harness.judge import Session, Tally, judge_scenario
 from evals.harness.scenarios import Scenario, Suite
 from evals.harness.static_checks import check_includes, check_symbols
@@ -114,7 +115,26 @@ def evaluate(settings: RunSettings, progress: Progress | None = None) -> Verdict
     use_secret = settings.command == "score" or settings.seed is None
     verdict.seed = secrets.randbits(62) if use_secret else settings.seed
     rejected = _static_checks(target, settings, None, verdict)
-    built = None if rejected else _build(target, settings)
+    if settings.command == "score":
+        rejected = rejected or verify_install(hash_file())
+        verdict.flags.append(f"install check: {hash_file() or 'no hash list here'}")
+    with tempfile.TemporaryDirectory(prefix="kernelseek-build-") as private_cache:
+        built = None if rejected else _build(target, settings, Path(private_cache))
+        _finish(verdict, target, settings, suite, built, rejected, progress)
+    verdict.timing["wall_s"] = time.monotonic() - start
+    return verdict
+
+
+def _finish(
+    verdict: Verdict,
+    target: Target,
+    settings: RunSettings,
+    suite: Suite,
+    built: BuildResult | None,
+    rejected: Failure | None,
+    progress: Progress | None,
+) -> None:
+    """Judge the built candidate (or record why it cannot be judged) and fill the timing."""
     verdict.build = built.to_json() if built else None
     tally = Tally()
     rejected = rejected or _static_checks(target, settings, built, verdict)
@@ -130,19 +150,20 @@ def evaluate(settings: RunSettings, progress: Progress | None = None) -> Verdict
         "ok" if verdict.failure is None and all(r.correct for r in verdict.results) else "failed"
     )
     verdict.timing = {
-        "wall_s": time.monotonic() - start,
         "build_s": built.seconds if built else 0.0,
         "candidate_calls_s": tally.candidate_s,
         "upstream_calls_s": tally.upstream_s,
         "reference_s": tally.reference_s,
     }
-    return verdict
 
 
-def _build(target: Target, settings: RunSettings) -> BuildResult | None:
+def _build(target: Target, settings: RunSettings, private_cache: Path) -> BuildResult | None:
+    """Build the candidate; ``score`` builds afresh in a private cache with a clean environment."""
     if settings.kernel is None:
         return None
-    return build(target, settings.kernel, cache_dir=settings.cache_dir)
+    scoring = settings.command == "score"
+    cache = settings.cache_dir or (private_cache if scoring else None)
+    return build(target, settings.kernel, cache_dir=cache, clean_env=scoring)
 
 
 def _static_checks(
@@ -190,7 +211,8 @@ def _judge_all(
     assert verdict.seed is not None
     with tempfile.TemporaryDirectory(prefix="kernelseek-") as tmp:
         log = Path(tmp) / "worker.log"
-        client = WorkerClient(target, library, log, candidate_upstream=settings.candidate_upstream)
+        client = WorkerClient(target, library, log, candidate_upstream=settings.candidate_upstream,
+                              clean_env=settings.command == "score")  # fmt: skip
         try:
             client.start()
         except WorkerFailure as exc:

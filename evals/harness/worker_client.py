@@ -15,6 +15,7 @@ from typing import Any
 
 from evals.harness import channel
 from evals.harness.failures import Code, Failure, one_line
+from evals.harness.hygiene import clean_environment
 from evals.harness.targets import Target
 
 STARTUP_TIMEOUT_S = 180.0
@@ -43,6 +44,7 @@ class WorkerClient:
         library: The candidate's built shared library (None with ``candidate_upstream``).
         log_path: Where the worker's stdout and stderr go (the candidate may print).
         candidate_upstream: Self-check mode: this upstream stands in for the candidate.
+        clean_env: Start the worker in a cleaned environment (``score``).
     """
 
     def __init__(
@@ -52,7 +54,9 @@ class WorkerClient:
         log_path: Path,
         *,
         candidate_upstream: str | None = None,
+        clean_env: bool = False,
     ) -> None:
+        self.clean_env = clean_env
         self.target = target
         self.library = library
         self.log_path = log_path
@@ -74,7 +78,8 @@ class WorkerClient:
         """
         parent, child = socket.socketpair()
         limit = self.target.limits.memory_limit_bytes
-        env = dict(os.environ, OMP_NUM_THREADS=str(self.threads), PYTHONUNBUFFERED="1")
+        base = clean_environment(os.environ) if self.clean_env else dict(os.environ)
+        env = dict(base, OMP_NUM_THREADS=str(self.threads), PYTHONUNBUFFERED="1")
         env.setdefault("OMP_PROC_BIND", "close")  # pin OpenMP threads, candidate's and torch's
         env.setdefault("OMP_PLACES", "cores")
 
@@ -82,7 +87,7 @@ class WorkerClient:
             if limit is not None:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-        cmd = [sys.executable, "-m", "evals.harness.worker", str(child.fileno()),
+        cmd = [sys.executable, "-P", "-m", "evals.harness.worker", str(child.fileno()),
                self.target.name, str(self.library or "-"), str(self.threads),
                self.candidate_upstream or "-"]  # fmt: skip
         with open(self.log_path, "ab") as log:

@@ -1,0 +1,68 @@
+"""Sandbox hygiene for ``score``.
+
+A clean environment for the candidate's processes, a private build cache, and a check of the
+harness's own files against the hashes recorded at install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from evals.harness.failures import Code, Failure
+
+KEPT_VARIABLES = frozenset({
+    "PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TERM", "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS", "KERNELSEEK_CACHE", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME",
+    "MAX_JOBS", "CC", "CXX",
+})  # fmt: skip
+"""Everything else is dropped for ``score``: LD_PRELOAD, LD_LIBRARY_PATH, PYTHON*, other CUDA_*."""
+
+DEFAULT_HASH_FILES = (Path("/opt/kernelseek/INSTALL_HASHES.txt"),)
+
+
+def clean_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment the worker and compiler get during ``score``.
+
+    Python finds the harness and the upstreams through ``PYTHONPATH`` rebuilt from this
+    process's own import path (absolute entries only), never from the caller's variables.
+    """
+    clean = {k: v for k, v in env.items() if k in KEPT_VARIABLES}
+    cwd = os.getcwd()
+    paths = [p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p) and p != cwd]
+    clean["PYTHONPATH"] = os.pathsep.join(paths)
+    clean["PYTHONNOUSERSITE"] = "1"
+    return clean
+
+
+def hash_file() -> Path | None:
+    """The install's hash list: ``$KERNELSEEK_INSTALL_HASHES`` or the container's default."""
+    named = os.environ.get("KERNELSEEK_INSTALL_HASHES")
+    if named:
+        return Path(named)
+    return next((p for p in DEFAULT_HASH_FILES if p.is_file()), None)
+
+
+def verify_install(path: Path | None) -> Failure | None:
+    """Compare the files listed in ``path`` (``sha256sum`` format) with their contents now."""
+    if path is None:
+        return None
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        return Failure(Code.HARNESS_MODIFIED, f"cannot read the install hashes {path}: {exc}")
+    for line in lines:
+        if not line.strip():
+            continue
+        expected, _, name = line.partition("  ")
+        try:
+            actual = hashlib.sha256(Path(name).read_bytes()).hexdigest()
+        except OSError:
+            actual = "missing"
+        if actual != expected.strip():
+            return Failure(Code.HARNESS_MODIFIED, f"harness file changed since install: {name}")
+    return None

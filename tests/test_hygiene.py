@@ -1,0 +1,54 @@
+"""Sandbox hygiene for score: clean environment, private build cache, install hash check."""
+
+import hashlib
+import json
+import os
+
+from evals.harness.hygiene import clean_environment, verify_install
+from tests.helpers import START_CPU, run_harness
+
+
+def test_clean_environment_drops_injection_variables():
+    env = {"PATH": "/usr/bin", "HOME": "/home/a", "LD_PRELOAD": "/tmp/evil.so",
+           "LD_LIBRARY_PATH": "/tmp", "PYTHONPATH": "/workspace", "CUDA_LAUNCH_BLOCKING": "1",
+           "CUDA_VISIBLE_DEVICES": "0", "PYTHONSTARTUP": "/tmp/x.py"}
+    clean = clean_environment(env)
+    for dropped in ("LD_PRELOAD", "LD_LIBRARY_PATH", "CUDA_LAUNCH_BLOCKING", "PYTHONSTARTUP"):
+        assert dropped not in clean
+    assert clean["PATH"] == "/usr/bin" and clean["CUDA_VISIBLE_DEVICES"] == "0"
+    assert "/workspace" not in clean["PYTHONPATH"].split(os.pathsep)
+    assert os.getcwd() not in clean["PYTHONPATH"].split(os.pathsep)
+
+
+def test_verify_install_detects_a_changed_file(tmp_path):
+    f = tmp_path / "judge.py"
+    f.write_text("original")
+    hashes = tmp_path / "INSTALL_HASHES.txt"
+    hashes.write_text(f"{hashlib.sha256(b'original').hexdigest()}  {f}\n")
+    assert verify_install(hashes) is None
+    f.write_text("tampered")
+    failure = verify_install(hashes)
+    assert failure.code == "harness_modified" and str(f) in failure.reason
+    assert verify_install(None) is None
+
+
+def test_score_refuses_when_the_harness_changed_since_install(tmp_path):
+    hashes = tmp_path / "INSTALL_HASHES.txt"
+    hashes.write_text(f"{'0' * 64}  {START_CPU}\n")
+    out = tmp_path / "v.json"
+    env = {**os.environ, "KERNELSEEK_INSTALL_HASHES": str(hashes)}
+    proc = run_harness("score", "--target", "cpu_attention", "--kernel", str(START_CPU),
+                       "--suite", "smoke", "--json", str(out), env=env)
+    assert proc.returncode == 1
+    doc = json.loads(out.read_text())
+    assert doc["failure"]["code"] == "harness_modified"
+
+
+def test_score_builds_afresh_in_a_private_cache(tmp_path):
+    out = tmp_path / "v.json"
+    proc = run_harness("score", "--target", "cpu_attention", "--kernel", str(START_CPU),
+                       "--suite", "smoke", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout
+    build = json.loads(out.read_text())["build"]
+    assert not build["cached"] and build["seconds"] > 0
+    assert os.environ["KERNELSEEK_CACHE"] not in build["library"]
