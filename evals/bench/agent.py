@@ -1,4 +1,4 @@
-"""The default agent: plain tools, the stop condition, no questions."""
+"""The agent loop shared by the arms, and the default agent (no questions)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import Tool, bash
 from pydantic import JsonValue
 
+from evals.bench.questioner import Questioner
 from evals.bench.settings import TaskSettings
 from evals.bench.stop import StopCondition
 from evals.bench.tools import bench, check, submit
@@ -20,9 +21,59 @@ def agent_tools(settings: TaskSettings) -> list[Tool]:
     return [bash(timeout=settings.check_timeout), check(settings), bench(settings), submit()]
 
 
+def log_settings(solver_name: str, settings: TaskSettings, resolved: dict[str, JsonValue]) -> None:
+    """Record the task's and the solver's resolved settings in the transcript."""
+    transcript().info(
+        {"solver": solver_name, "settings": settings.to_json(), "solver_settings": resolved},
+        source="kernelseek",
+    )
+
+
+async def run_agent(
+    state: TaskState,
+    settings: TaskSettings,
+    *,
+    attempts: int,
+    max_idle_turns: int,
+    questioner: Questioner | None = None,
+) -> TaskState:
+    """Generate, run tools, verify submissions (the stop condition), ask at decision points."""
+    tools = agent_tools(settings)
+    state.tools = tools
+    stop = StopCondition(settings, attempts)
+    model, idle = get_model(), 0
+    while not state.completed:
+        output = await model.generate(state.messages, tools)
+        state.output = output
+        state.messages.append(output.message)
+        if questioner is not None:
+            state.messages.extend(await questioner.on_reply(output.message.text))
+        calls = output.message.tool_calls or []
+        if not calls:
+            idle += 1
+            if idle >= max_idle_turns:
+                break
+            state.messages.append(ChatMessageUser(content=CONTINUE))
+            continue
+        idle = 0
+        result = await execute_tools(state.messages, tools)
+        state.messages.extend(result.messages)
+        names = {call.function for call in calls}
+        if questioner is not None and "bench" in names:
+            state.messages.extend(await questioner.on_bench())
+        if "submit" in names:
+            verdict = await stop.verify()
+            if verdict.accepted or verdict.exhausted:
+                break
+            state.messages.append(ChatMessageUser(content=verdict.message))
+            if questioner is not None:
+                state.messages.extend(await questioner.on_failed_claim(verdict.message))
+    return state
+
+
 @solver
 def kernel_agent(*, attempts: int | None = None, max_idle_turns: int = 3) -> Solver:
-    """Minimal-information agent: the task prompt, a shell, check/bench/submit.
+    """Minimal-information agent: the task prompt, a shell, check/bench/submit, no questions.
 
     Args:
         attempts: Submissions allowed (default: the task's ``attempts``).
@@ -31,37 +82,8 @@ def kernel_agent(*, attempts: int | None = None, max_idle_turns: int = 3) -> Sol
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         settings = TaskSettings.from_json(state.metadata["settings"])
-        resolved: dict[str, JsonValue] = {
-            "attempts": attempts or settings.attempts,
-            "max_idle_turns": max_idle_turns,
-        }
-        transcript().info(
-            {"solver": "kernel_agent", "settings": settings.to_json(), "solver_settings": resolved},
-            source="kernelseek",
-        )
-        tools = agent_tools(settings)
-        state.tools = tools
-        stop = StopCondition(settings, attempts or settings.attempts)
-        model, idle = get_model(), 0
-        while not state.completed:
-            output = await model.generate(state.messages, tools)
-            state.output = output
-            state.messages.append(output.message)
-            calls = output.message.tool_calls or []
-            if not calls:
-                idle += 1
-                if idle >= max_idle_turns:
-                    break
-                state.messages.append(ChatMessageUser(content=CONTINUE))
-                continue
-            idle = 0
-            result = await execute_tools(state.messages, tools)
-            state.messages.extend(result.messages)
-            if any(call.function == "submit" for call in calls):
-                verdict = await stop.verify()
-                if verdict.accepted or verdict.exhausted:
-                    break
-                state.messages.append(ChatMessageUser(content=verdict.message))
-        return state
+        n = attempts or settings.attempts
+        log_settings("kernel_agent", settings, {"attempts": n, "max_idle_turns": max_idle_turns})
+        return await run_agent(state, settings, attempts=n, max_idle_turns=max_idle_turns)
 
     return solve

@@ -22,8 +22,13 @@ from collections.abc import Callable
 from inspect_ai.solver import Solver, solver
 
 from evals.bench.agent import kernel_agent
+from evals.bench.arms import kernelseek_bank, kernelseek_model
 
-SOLVERS: dict[str, Callable[..., Solver]] = {"kernel_agent": kernel_agent}
+SOLVERS: dict[str, Callable[..., Solver]] = {
+    "kernel_agent": kernel_agent,
+    "kernelseek_bank": kernelseek_bank,
+    "kernelseek_model": kernelseek_model,
+}
 NAMESPACE = "evals"
 _ALIAS_MODULE = "kernelseek_solver_aliases"
 

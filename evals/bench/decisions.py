@@ -1,0 +1,113 @@
+"""Decision-point detectors: stall, hardware-limit claim, suspicious gain, failed claim.
+
+Each detector is fed what the agent loop sees and returns a :class:`DecisionPoint` with its
+evidence when it fires; the loop logs it as a transcript event and asks the director.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Trigger = Literal["stall", "limit_claim", "suspicious_gain", "failed_claim"]
+PHRASES_FILE = Path(__file__).resolve().parents[2] / "bank" / "limit_phrases.txt"
+
+
+@dataclass(frozen=True)
+class DecisionPoint:
+    """A moment where a question may help: what fired and the evidence it saw."""
+
+    trigger: Trigger
+    evidence: dict[str, Any]
+
+
+@dataclass
+class StallDetector:
+    """Fires when the best verified geomean has not improved for a while.
+
+    Args:
+        bench_calls: Fire after this many ``bench`` results without a new best.
+        turns: Fire after this many turns without a new best (counted from the first bench).
+    """
+
+    bench_calls: int = 3
+    turns: int = 20
+    best: float = 0.0
+    since_best_calls: int = 0
+    since_best_turns: int = 0
+    seen_bench: bool = False
+
+    def on_bench(self, geomean: float | None) -> DecisionPoint | None:
+        """Record one bench result (None when not all scenarios were correct)."""
+        self.seen_bench = True
+        if geomean is not None and geomean > self.best:
+            self.best, self.since_best_calls, self.since_best_turns = geomean, 0, 0
+            return None
+        self.since_best_calls += 1
+        if self.since_best_calls >= self.bench_calls:
+            return self._fire("bench_calls")
+        return None
+
+    def on_turn(self) -> DecisionPoint | None:
+        """Record one model turn."""
+        if not self.seen_bench:
+            return None
+        self.since_best_turns += 1
+        return self._fire("turns") if self.since_best_turns >= self.turns else None
+
+    def _fire(self, reason: str) -> DecisionPoint:
+        evidence = {
+            "best_geomean": self.best,
+            "bench_calls_since_best": self.since_best_calls,
+            "turns_since_best": self.since_best_turns,
+            "reason": reason,
+        }
+        self.since_best_calls = self.since_best_turns = 0
+        return DecisionPoint("stall", evidence)
+
+
+def load_phrases(path: Path = PHRASES_FILE) -> tuple[str, ...]:
+    """The ceiling phrases (lower case), one per line; ``#`` starts a comment."""
+    lines = (ln.strip().lower() for ln in path.read_text().splitlines())
+    return tuple(ln for ln in lines if ln and not ln.startswith("#"))
+
+
+@dataclass
+class LimitClaimDetector:
+    """Fires when the agent's text claims a ceiling (phrase list kept as data)."""
+
+    phrases: Sequence[str] = field(default_factory=load_phrases)
+
+    def on_text(self, text: str) -> DecisionPoint | None:
+        """Check one assistant message."""
+        low = text.lower()
+        hits = [p for p in self.phrases if p in low]
+        if not hits:
+            return None
+        at = low.index(hits[0])
+        claim = text[max(0, at - 160) : at + 160].strip()
+        return DecisionPoint("limit_claim", {"phrases": hits, "claim": claim})
+
+
+@dataclass
+class SuspiciousGainDetector:
+    """Fires on a jump of the bench geomean over the previous best, or harness flags."""
+
+    factor: float = 1.5
+    best: float = 0.0
+
+    def on_bench(self, geomean: float | None, flags: Sequence[str]) -> DecisionPoint | None:
+        """Check one bench result and its per-scenario flags."""
+        flagged = [f for f in flags if "suspicious" in f or "implausible" in f]
+        jump = geomean is not None and self.best > 0 and geomean > self.factor * self.best
+        previous = self.best
+        if geomean is not None:
+            self.best = max(self.best, geomean)
+        if not (jump or flagged):
+            return None
+        return DecisionPoint(
+            "suspicious_gain",
+            {"previous_best": previous, "geomean": geomean, "harness_flags": flagged[:5]},
+        )

@@ -1,0 +1,124 @@
+"""The questioner: decision-point detectors plus a director, wired into the agent loop."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from inspect_ai.log import transcript
+from inspect_ai.model import ChatMessageUser
+from inspect_ai.util import sandbox
+
+from evals.bank import focus_from_scenarios
+from evals.bench.decisions import (
+    DecisionPoint,
+    LimitClaimDetector,
+    StallDetector,
+    SuspiciousGainDetector,
+)
+from evals.bench.director import Director
+from evals.bench.harness_exec import RESULTS_DIR
+from evals.bench.settings import TaskSettings
+
+
+@dataclass(frozen=True)
+class DetectorSettings:
+    """When the detectors fire (logged with each arm's settings).
+
+    Attributes:
+        stall_bench_calls: ``bench`` results without a new best before a stall fires.
+        stall_turns: Turns without a new best before a stall fires.
+        gain_factor: A bench geomean above this times the previous best is suspicious.
+    """
+
+    stall_bench_calls: int = 3
+    stall_turns: int = 20
+    gain_factor: float = 1.5
+
+
+class Questioner:
+    """Watches the run, and at each decision point asks its director for a question."""
+
+    def __init__(self, director: Director, task: TaskSettings, detect: DetectorSettings) -> None:
+        self.director, self.task = director, task
+        self.stall = StallDetector(detect.stall_bench_calls, detect.stall_turns)
+        self.limit = LimitClaimDetector()
+        self.gain = SuspiciousGainDetector(detect.gain_factor)
+        self.worst: list[dict[str, Any]] = []
+        self.claim: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The compact state a questioner sees."""
+        return {
+            "best_speedup": self.stall.best,
+            "worst_scenarios": self.worst[:3],
+            "claim": self.claim,
+            "focus": focus_from_scenarios(self.worst[:3]),
+        }
+
+    async def on_reply(self, text: str) -> list[ChatMessageUser]:
+        """An assistant message: look for a claimed ceiling; count the turn."""
+        points = [self.limit.on_text(text), self.stall.on_turn()]
+        for p in points:
+            if p is not None and p.trigger == "limit_claim":
+                self.claim = p.evidence["claim"]
+        return await self._handle(points)
+
+    async def on_bench(self) -> list[ChatMessageUser]:
+        """A ``bench`` call finished: read its verdict from the workspace."""
+        try:
+            verdict = json.loads(await sandbox().read_file(f"{RESULTS_DIR}/bench.json"))
+        except Exception:  # no verdict (e.g. build error): nothing to learn
+            return []
+        agg = verdict["aggregates"]
+        geomean = agg["geomean_speedup"].get(self.task.upstream) if agg["all_correct"] else None
+        scen = verdict.get("scenarios", [])
+        self.worst = sorted(
+            (
+                {
+                    "id": s["id"],
+                    "category": s["params"].get("category"),
+                    "speedup": (s.get("speedup") or {}).get(self.task.upstream),
+                }
+                for s in scen
+                if (s.get("speedup") or {}).get(self.task.upstream)
+            ),
+            key=lambda s: s["speedup"],
+        )
+        flags = [f for s in scen for f in s.get("flags", [])]
+        return await self._handle(
+            [self.gain.on_bench(geomean, flags), self.stall.on_bench(geomean)]
+        )
+
+    async def on_failed_claim(self, report: str) -> list[ChatMessageUser]:
+        """A submission failed verification."""
+        return await self._handle([DecisionPoint("failed_claim", {"report": report[-800:]})])
+
+    async def _handle(self, points: list[DecisionPoint | None]) -> list[ChatMessageUser]:
+        messages = []
+        for point in points:
+            if point is None:
+                continue
+            state = self.summary()
+            transcript().info(
+                {"decision_point": asdict(point), "state": state}, source="kernelseek"
+            )
+            asked = await self.director.ask(point, state)
+            if asked is None:
+                transcript().info(
+                    {"no_question": point.trigger, "director": self.director.name},
+                    source="kernelseek",
+                )
+                continue
+            meta: dict[str, Any] = {
+                "source": asked.source,
+                "trigger": point.trigger,
+                "bank_id": asked.bank_id,
+                "state": state,
+                "note": asked.note,
+            }
+            event: dict[str, Any] = {"question": {**meta, "text": asked.text}}
+            transcript().info(event, source="kernelseek")
+            messages.append(ChatMessageUser(content=asked.text, metadata={"kernelseek": meta}))
+        return messages

@@ -1,0 +1,105 @@
+"""The KERNELSEEK arms end to end on cpu_attention with scripted mockllm outputs."""
+
+import subprocess
+import sys
+
+import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+from evals.bench import TaskSettings, kernel_task
+from evals.bench.arms import kernelseek_bank, kernelseek_model
+from evals.bench.director import question_rule_broken
+from tests.helpers import CPU_KERNELS, ROOT, START_CPU
+
+SMOKE = dict(target="cpu_attention", suite="smoke", score_suite="smoke", upstream="sdpa",
+             sandbox="local")
+USAGE = ModelUsage(input_tokens=10, output_tokens=10, total_tokens=20)
+
+
+def _tool(tool, **args):
+    out = ModelOutput.for_tool_call(model="mockllm/model", tool_name=tool, tool_arguments=args)
+    out.usage = USAGE
+    return out
+
+
+def _text(text):
+    out = ModelOutput.from_content(model="mockllm/model", content=text)
+    out.usage = USAGE
+    return out
+
+
+def _cp(path):
+    return _tool("bash", command=f"cp {path} kernel.cpp")
+
+
+def _eval(solver, outputs, tmp_path):
+    task = kernel_task(TaskSettings(**SMOKE), version=1, root=ROOT, solver=solver)
+    model = get_model("mockllm/model", custom_outputs=outputs)
+    [log] = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none")
+    assert log.status == "success"
+    return log
+
+
+def _questions(log):
+    return [m.metadata["kernelseek"] for m in log.samples[0].messages
+            if m.role == "user" and m.metadata and "kernelseek" in m.metadata]
+
+
+def test_bank_arm_asks_at_a_limit_claim_a_suspicious_gain_and_a_stall(tmp_path):
+    outputs = [
+        _tool("bench"),                                            # start kernel: first best
+        _text("I believe we are at the hardware limit of this CPU."),  # limit claim
+        _cp(CPU_KERNELS / "fast.cpp"), _tool("bench"),             # ~8x jump: suspicious
+        _cp(START_CPU), _tool("bench"),                            # worse than best: stall
+        _tool("submit"),
+    ]
+    log = _eval(kernelseek_bank(stall_bench_calls=1), outputs, tmp_path)
+    asked = _questions(log)
+    assert [q["trigger"] for q in asked] == ["limit_claim", "suspicious_gain", "stall"]
+    assert {q["source"] for q in asked} == {"bank"}
+    assert len({q["bank_id"] for q in asked}) == 3  # never repeated
+    assert asked[0]["state"]["claim"] and "hardware limit" in asked[0]["state"]["claim"]
+    points = [e.data["decision_point"]["trigger"] for e in log.samples[0].events
+              if e.event == "info" and isinstance(e.data, dict) and "decision_point" in e.data]
+    assert points == ["limit_claim", "suspicious_gain", "stall"]
+
+
+def test_model_arm_uses_the_questioner_and_replaces_a_rule_breaking_question(tmp_path):
+    good = "Is the time going into loading K and V or into the exponentials? Time each part."
+    questioner = get_model("mockllm/model", custom_outputs=[_text(good),
+                                                            _text("Use blocking to fix it.")])
+    outputs = [
+        _text("This is already optimal."),                         # limit claim -> model asks
+        _cp(CPU_KERNELS / "wrong.cpp"), _tool("submit"),           # failed claim -> rejected
+        _cp(START_CPU), _tool("submit"),
+    ]
+    log = _eval(kernelseek_model(questioner=questioner), outputs, tmp_path)
+    asked = _questions(log)
+    assert [(q["trigger"], q["source"]) for q in asked] == [("limit_claim", "model"),
+                                                            ("failed_claim", "bank")]
+    assert "no question mark" in asked[1]["note"]
+    texts = [m.text for m in log.samples[0].messages if m.role == "user"]
+    assert good in texts
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("Where does the time go? Measure it.", None),
+    ("Tile the loop.", "no question mark"),
+    ("Is `for (int i...)` slow?", "contains code"),
+    ("Why not? You should use shared memory.", "states a fix"),
+])
+def test_question_rules(text, reason):
+    assert question_rule_broken(text) == reason
+
+
+@pytest.mark.parametrize("solver", ["kernelseek_bank", "evals/kernelseek_bank",
+                                    "kernelseek_model", "evals/kernelseek_model"])
+def test_cli_resolves_every_arm(tmp_path, solver):
+    proc = subprocess.run(
+        [sys.executable, "tests/offline_inspect.py", "eval", "tasks/cpu_attention",
+         "--solver", solver, "--model", "mockllm/model", "-T", "suite=smoke",
+         "-T", "score_suite=smoke", "--log-dir", str(tmp_path), "--display", "plain"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
