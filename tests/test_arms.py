@@ -93,8 +93,7 @@ def test_question_rules(text, reason):
     assert question_rule_broken(text) == reason
 
 
-@pytest.mark.parametrize("solver", ["kernelseek_bank", "evals/kernelseek_bank",
-                                    "kernelseek_model", "evals/kernelseek_model"])
+@pytest.mark.parametrize("solver", ["kernelseek_bank", "evals/kernelseek_model"])
 def test_cli_resolves_every_arm(tmp_path, solver):
     proc = subprocess.run(
         [sys.executable, "tests/offline_inspect.py", "eval", "tasks/cpu_attention",
