@@ -91,8 +91,11 @@ def test_fa3_task_builds_with_docker_sandbox_and_prompt():
     assert task.version == 1 and task.metadata["settings"]["score_suite"] == "full"
 
 
-@pytest.mark.parametrize("solver", ["kernel_agent", "evals/kernel_agent"])
+@pytest.mark.parametrize("solver", ["kernel_agent", "evals/kernel_agent", "kernelseek_bank",
+                                    "evals/kernelseek_model"])
 def test_cli_resolves_solver_names(tmp_path, solver):
+    # every solver is registered by the same mechanism: bare from the task file, evals/ from
+    # the package entry point; these four runs cover both forms for three arms
     proc = subprocess.run(
         [sys.executable, "tests/offline_inspect.py", "eval", "tasks/cpu_attention",
          "--solver", solver, "--model", "mockllm/model", "-T", "suite=smoke",
