@@ -15,6 +15,8 @@ def test_clean_environment_drops_injection_variables():
     clean = clean_environment(env)
     for dropped in ("LD_PRELOAD", "LD_LIBRARY_PATH", "CUDA_LAUNCH_BLOCKING", "PYTHONSTARTUP"):
         assert dropped not in clean
+    libs = clean_environment({**env, "LD_LIBRARY_PATH": f"/usr/lib:/tmp:{os.getcwd()}:rel"})
+    assert libs["LD_LIBRARY_PATH"] == "/usr/lib"  # system folders stay, planted ones go
     assert clean["PATH"] == "/usr/bin" and clean["CUDA_VISIBLE_DEVICES"] == "0"
     assert "/workspace" not in clean["PYTHONPATH"].split(os.pathsep)
     assert os.getcwd() not in clean["PYTHONPATH"].split(os.pathsep)

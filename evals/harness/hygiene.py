@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,7 +21,9 @@ KEPT_VARIABLES = frozenset({
     "NVSHMEM_DISABLE_NVLS", "KERNELSEEK_CACHE", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME",
     "MAX_JOBS", "CC", "CXX",
 })  # fmt: skip
-"""Everything else is dropped for ``score``: LD_PRELOAD, LD_LIBRARY_PATH, PYTHON*, other CUDA_*."""
+"""Everything else is dropped for ``score``: LD_PRELOAD, PYTHON*, other CUDA_*, ...
+``LD_LIBRARY_PATH`` keeps only system folders (GPU hosts find the driver through it), never
+the working directory or the temp folder, where an agent could plant a library."""
 
 DEFAULT_HASH_FILES = (Path("/opt/kernelseek/INSTALL_HASHES.txt"),)
 
@@ -32,11 +35,28 @@ def clean_environment(env: Mapping[str, str]) -> dict[str, str]:
     process's own import path (absolute entries only), never from the caller's variables.
     """
     clean = {k: v for k, v in env.items() if k in KEPT_VARIABLES}
+    libs = _system_dirs(env.get("LD_LIBRARY_PATH", ""))
+    if libs:
+        clean["LD_LIBRARY_PATH"] = libs
     cwd = os.getcwd()
     paths = [p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p) and p != cwd]
     clean["PYTHONPATH"] = os.pathsep.join(paths)
     clean["PYTHONNOUSERSITE"] = "1"
     return clean
+
+
+def _system_dirs(path_list: str) -> str:
+    """The entries of a path list that exist and lie outside the working and temp folders."""
+    unsafe = [Path.cwd().resolve(), Path(tempfile.gettempdir()).resolve()]
+    kept = []
+    for entry in path_list.split(os.pathsep):
+        p = Path(entry)
+        if not entry or not p.is_absolute() or not p.is_dir():
+            continue
+        real = p.resolve()
+        if not any(real == u or u in real.parents for u in unsafe):
+            kept.append(entry)
+    return os.pathsep.join(kept)
 
 
 def hash_file() -> Path | None:

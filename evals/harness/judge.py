@@ -19,8 +19,9 @@ from evals.harness.verdict import ScenarioResult
 from evals.harness.verify import check_meta, check_values
 from evals.harness.worker_client import WorkerClient, WorkerFailure
 
-RACE_FRACTION = 0.25
-"""Runs on the same input may differ by at most this fraction of the dtype's accuracy floor."""
+RACE_ULPS = 2.0
+"""Runs on the same input may differ by rounding only: this many epsilons of the output dtype,
+at the output's scale (an atomic reduction that reorders additions stays within it)."""
 SUSPICIOUS_SPEEDUP = 1.5
 """A speedup above this over any upstream is flagged for a person to look at (not failed)."""
 
@@ -163,8 +164,8 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
                 return Failure(Code.STALE_RESULT, f"wrong result {how}: {failure.reason}")
     finally:
         session.tally.reference_s += time.monotonic() - t0
-    dtype = str(target.expected_output(scenario).dtype).removeprefix("torch.")
-    limit = target.accuracy.floors[dtype] * RACE_FRACTION
+    eps = torch.finfo(target.expected_output(scenario).dtype).eps
+    limit = RACE_ULPS * eps * max(header["race_scale"], 1.0)
     if header["race_spread"] > limit:
         reason = (f"three runs on the same input differ by up to {header['race_spread']:.3g} "
                   f"(more than rounding, {limit:.3g}): a race")  # fmt: skip

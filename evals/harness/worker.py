@@ -180,8 +180,9 @@ class Worker:
         b = self.target.make_inputs(scenario, req["seed_b"])
         if input_bytes(b) > CLONE_LIMIT_BYTES:  # two more copies would break the memory budget
             runs = [self.call(self.prepare(b)).double() for _ in range(3)]
-            spread = max(float((r - runs[0]).abs().max()) for r in runs[1:])
-            return {"ok": True, "tensors": [], "race_spread": spread, "skipped": True}, b""
+            spread, scale = _spread(runs)
+            header = {"ok": True, "tensors": [], "race_spread": spread, "race_scale": scale}
+            return {**header, "skipped": True}, b""
         a = self.target.make_inputs(scenario, req["seed_a"])
         fn_a = self.prepare(a)
         self.call(fn_a)
@@ -192,9 +193,9 @@ class Worker:
         fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in b.items()}
         new_buffers = self.call(self.prepare(fresh))
         runs = [new_buffers.double()] + [self.call(self.prepare(b)).double() for _ in range(2)]
-        spread = max(float((r - runs[0]).abs().max()) for r in runs[1:])
+        spread, scale = _spread(runs)
         metas, payload = channel.pack_tensors([same_pointers, new_buffers])
-        return {"ok": True, "tensors": metas, "race_spread": spread}, payload
+        return {"ok": True, "tensors": metas, "race_spread": spread, "race_scale": scale}, payload
 
     def time(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """Time the candidate and the named upstreams, interleaved, over rotated input sets."""
@@ -242,6 +243,12 @@ class Worker:
         if self.target.device == "cuda":
             torch.cuda.synchronize()
         return calls
+
+
+def _spread(runs: list[torch.Tensor]) -> tuple[float, float]:
+    """Largest difference between runs on the same input, and the output's largest magnitude."""
+    spread = max(float((r - runs[0]).abs().max()) for r in runs[1:])
+    return spread, float(runs[0].abs().max())
 
 
 def _stash(
