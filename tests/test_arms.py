@@ -88,3 +88,23 @@ def test_model_arm_uses_the_questioner_and_replaces_a_rule_breaking_question(tmp
 ])
 def test_question_rules(text, reason):
     assert question_rule_broken(text) == reason
+
+
+def test_scripted_arm_advances_through_its_stages(tmp_path):
+    from evals.bench.recipe import RECIPES, load_recipe, scripted
+
+    outputs = [
+        _tool("bench"),                                    # measure: first best -> next stage
+        _cp(CPU_KERNELS / "fast.cpp"), _tool("bench"),     # blocking: new best -> next stage
+        _tool("submit"),
+    ]
+    log = _eval(scripted(), outputs, tmp_path)
+    stages = [e.data["recipe_stage"] for e in log.samples[0].events
+              if e.event == "info" and isinstance(e.data, dict) and "recipe_stage" in e.data]
+    assert [(s["stage"], s["reason"]) for s in stages] == [
+        ("measure", "start"), ("cache_blocking", "new_best"), ("vectorise", "new_best")]
+    prompts = [m.metadata["kernelseek"]["stage"] for m in log.samples[0].messages
+               if m.role == "user" and m.metadata and "kernelseek" in m.metadata]
+    assert prompts == ["measure", "cache_blocking", "vectorise"]
+    for target in ("cpu_attention", "fa3_hopper"):
+        assert load_recipe(RECIPES / f"{target}.yaml").target == target

@@ -8,7 +8,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import Tool, bash
 from pydantic import JsonValue
 
-from evals.bench.questioner import Questioner
+from evals.bench.observer import Observer
 from evals.bench.settings import TaskSettings
 from evals.bench.stop import StopCondition
 from evals.bench.tools import bench, check, submit
@@ -35,9 +35,13 @@ async def run_agent(
     *,
     attempts: int,
     max_idle_turns: int,
-    questioner: Questioner | None = None,
+    observers: list[Observer] | None = None,
 ) -> TaskState:
-    """Generate, run tools, verify submissions (the stop condition), ask at decision points."""
+    """Generate, run tools, verify submissions; observers may add user messages at each step.
+
+    Observers are a questioner (KERNELSEEK arms) or a recipe's stage controller (scripted).
+    """
+    watchers = observers or []
     tools = agent_tools(settings)
     state.tools = tools
     stop = StopCondition(settings, attempts)
@@ -46,8 +50,8 @@ async def run_agent(
         output = await model.generate(state.messages, tools)
         state.output = output
         state.messages.append(output.message)
-        if questioner is not None:
-            state.messages.extend(await questioner.on_reply(output.message.text))
+        for w in watchers:
+            state.messages.extend(await w.on_reply(output.message.text))
         calls = output.message.tool_calls or []
         if not calls:
             idle += 1
@@ -59,15 +63,15 @@ async def run_agent(
         result = await execute_tools(state.messages, tools)
         state.messages.extend(result.messages)
         names = {call.function for call in calls}
-        if questioner is not None and "bench" in names:
-            state.messages.extend(await questioner.on_bench())
+        for w in watchers:
+            state.messages.extend(await w.on_tools(names))
         if "submit" in names:
             verdict = await stop.verify()
             if verdict.accepted or verdict.exhausted:
                 break
             state.messages.append(ChatMessageUser(content=verdict.message))
-            if questioner is not None:
-                state.messages.extend(await questioner.on_failed_claim(verdict.message))
+            for w in watchers:
+                state.messages.extend(await w.on_failed_claim(verdict.message))
     return state
 
 

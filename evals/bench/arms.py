@@ -48,7 +48,7 @@ def _arm(
         log_settings(name, settings, resolved)
         questioner = Questioner(director, settings, detect)
         return await run_agent(
-            state, settings, attempts=n, max_idle_turns=max_idle_turns, questioner=questioner
+            state, settings, attempts=n, max_idle_turns=max_idle_turns, observers=[questioner]
         )
 
     return solve

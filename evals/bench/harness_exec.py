@@ -28,6 +28,17 @@ class HarnessRun:
         return self.returncode == 0 and self.verdict is not None
 
 
+async def read_verdict(command: Literal["check", "bench", "score"]) -> dict[str, Any] | None:
+    """The verdict the last ``command`` tool call left in the workspace, or None."""
+    try:
+        verdict: dict[str, Any] = json.loads(
+            await sandbox().read_file(f"{RESULTS_DIR}/{command}.json")
+        )
+    except Exception:
+        return None
+    return verdict
+
+
 async def run_harness(
     settings: TaskSettings,
     command: Literal["check", "bench", "score"],

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageUser
-from inspect_ai.util import sandbox
 
 from evals.bank import focus_from_scenarios
 from evals.bench.decisions import (
@@ -18,7 +16,7 @@ from evals.bench.decisions import (
     SuspiciousGainDetector,
 )
 from evals.bench.director import Director
-from evals.bench.harness_exec import RESULTS_DIR
+from evals.bench.harness_exec import read_verdict
 from evals.bench.settings import TaskSettings
 
 
@@ -65,11 +63,10 @@ class Questioner:
                 self.claim = p.evidence["claim"]
         return await self._handle(points)
 
-    async def on_bench(self) -> list[ChatMessageUser]:
-        """A ``bench`` call finished: read its verdict from the workspace."""
-        try:
-            verdict = json.loads(await sandbox().read_file(f"{RESULTS_DIR}/bench.json"))
-        except Exception:  # no verdict (e.g. build error): nothing to learn
+    async def on_tools(self, names: set[str]) -> list[ChatMessageUser]:
+        """Tools ran: after a ``bench``, read its verdict from the workspace."""
+        verdict = await read_verdict("bench") if "bench" in names else None
+        if verdict is None:  # no bench, or no verdict (e.g. a build error): nothing to learn
             return []
         agg = verdict["aggregates"]
         geomean = agg["geomean_speedup"].get(self.task.upstream) if agg["all_correct"] else None

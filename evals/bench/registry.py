@@ -23,11 +23,13 @@ from inspect_ai.solver import Solver, solver
 
 from evals.bench.agent import kernel_agent
 from evals.bench.arms import kernelseek_bank, kernelseek_model
+from evals.bench.recipe import scripted
 
 SOLVERS: dict[str, Callable[..., Solver]] = {
     "kernel_agent": kernel_agent,
     "kernelseek_bank": kernelseek_bank,
     "kernelseek_model": kernelseek_model,
+    "scripted": scripted,
 }
 NAMESPACE = "evals"
 _ALIAS_MODULE = "kernelseek_solver_aliases"

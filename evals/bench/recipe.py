@@ -1,0 +1,135 @@
+"""The scripted arm: a fixed recipe of stages (data in ``recipes/``) driven through the loop."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Literal
+
+from inspect_ai.log import transcript
+from inspect_ai.model import ChatMessageUser
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from pydantic import BaseModel, ConfigDict, Field
+
+from evals.bench.agent import log_settings, run_agent
+from evals.bench.harness_exec import read_verdict
+from evals.bench.settings import TaskSettings
+
+RECIPES = Path(__file__).resolve().parent / "recipes"
+MIN_STAGE_TURNS = 2
+
+
+class Stage(BaseModel):
+    """One stage: its prompt, what ends it, and its share of the message budget."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    prompt: str
+    exit: Literal["new_best", "check_passes", "budget"]
+    budget_share: float = Field(gt=0, le=1)
+
+
+class Recipe(BaseModel):
+    """Stages in order, for one target."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    target: str
+    stages: list[Stage] = Field(min_length=1)
+
+
+def load_recipe(path: Path) -> Recipe:
+    """Read and validate a recipe file."""
+    yaml: Any = importlib.import_module("yaml")
+    return Recipe.model_validate(yaml.safe_load(path.read_text()))
+
+
+class StageController:
+    """Advances through the recipe's stages as their exit criteria are met."""
+
+    def __init__(self, recipe: Recipe, message_limit: int, upstream: str) -> None:
+        self.recipe, self.upstream = recipe, upstream
+        self.budgets = [
+            max(MIN_STAGE_TURNS, round(s.budget_share * message_limit)) for s in recipe.stages
+        ]
+        self.index, self.turns, self.best = 0, 0, 0.0
+
+    def start(self) -> ChatMessageUser:
+        """The first stage's prompt."""
+        return self._enter(0, "start")
+
+    def _enter(self, index: int, reason: str) -> ChatMessageUser:
+        self.index, self.turns = index, 0
+        stage = self.recipe.stages[index]
+        info: dict[str, Any] = {
+            "stage": stage.name,
+            "index": index,
+            "of": len(self.recipe.stages),
+            "reason": reason,
+            "budget_turns": self.budgets[index],
+        }
+        transcript().info({"recipe_stage": info}, source="kernelseek")
+        return ChatMessageUser(
+            content=stage.prompt, metadata={"kernelseek": {"source": "recipe", **info}}
+        )
+
+    def _advance(self, reason: str) -> list[ChatMessageUser]:
+        if self.index + 1 >= len(self.recipe.stages):
+            return []
+        return [self._enter(self.index + 1, reason)]
+
+    async def on_reply(self, text: str) -> list[ChatMessageUser]:
+        """Count the turn; a stage whose budget is used up ends."""
+        self.turns += 1
+        return self._advance("budget") if self.turns >= self.budgets[self.index] else []
+
+    async def on_tools(self, names: set[str]) -> list[ChatMessageUser]:
+        """End the stage when its criterion is met by this turn's check or bench."""
+        stage = self.recipe.stages[self.index]
+        if stage.exit == "check_passes" and "check" in names:
+            verdict = await read_verdict("check")
+            if verdict is not None and verdict["status"] == "ok":
+                return self._advance("check_passes")
+        if "bench" in names:
+            verdict = await read_verdict("bench")
+            agg = verdict["aggregates"] if verdict else None
+            geo = agg["geomean_speedup"].get(self.upstream) if agg and agg["all_correct"] else None
+            if geo is not None and geo > self.best:
+                self.best = geo
+                if stage.exit == "new_best":
+                    return self._advance("new_best")
+        return []
+
+    async def on_failed_claim(self, report: str) -> list[ChatMessageUser]:
+        """Failed submissions do not change the stage."""
+        return []
+
+
+@solver
+def scripted(
+    *, recipe: str | None = None, attempts: int | None = None, max_idle_turns: int = 3
+) -> Solver:
+    """A fixed recipe: stage prompts injected in order, each ended by its exit criterion.
+
+    Args:
+        recipe: Path of a recipe file (default: ``recipes/<target>.yaml``).
+        attempts: Submissions allowed (default: the task's ``attempts``).
+        max_idle_turns: Stop after this many consecutive replies without a tool call.
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        settings = TaskSettings.from_json(state.metadata["settings"])
+        path = Path(recipe) if recipe else RECIPES / f"{settings.target}.yaml"
+        plan = load_recipe(path)
+        n = attempts or settings.attempts
+        log_settings(
+            "scripted",
+            settings,
+            {"recipe": str(path), "attempts": n, "stages": [s.name for s in plan.stages]},
+        )
+        controller = StageController(plan, settings.message_limit, settings.upstream)
+        state.messages.append(controller.start())
+        return await run_agent(
+            state, settings, attempts=n, max_idle_turns=max_idle_turns, observers=[controller]
+        )
+
+    return solve
