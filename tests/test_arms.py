@@ -108,3 +108,20 @@ def test_scripted_arm_advances_through_its_stages(tmp_path):
     assert prompts == ["measure", "cache_blocking", "vectorise"]
     for target in ("cpu_attention", "fa3_hopper"):
         assert load_recipe(RECIPES / f"{target}.yaml").target == target
+
+
+def test_open_ended_arm_grows_an_archive_and_keeps_the_best(tmp_path):
+    from evals.bench.evolve import open_ended
+
+    fast = (CPU_KERNELS / "fast.cpp").read_text()
+    wrong = (CPU_KERNELS / "wrong.cpp").read_text()
+    outputs = [_text(f"Here:\n```cpp\n{fast}```"), _text(f"```cpp\n{wrong}```"),
+               _text("I would rather not.")]
+    log = _eval(open_ended(evaluations=4), outputs, tmp_path)
+    steps = [e.data["archive"] for e in log.samples[0].events
+             if e.event == "info" and isinstance(e.data, dict) and "archive" in e.data]
+    assert [s["kept"] for s in steps] == [True, False, False]
+    assert [s["size"] for s in steps] == [2, 2, 2]
+    assert {s["best"] for s in steps} == {"k1"}  # the faster kernel stays the best
+    score = log.samples[0].scores["kernel_speedup"]
+    assert score.value["correct"] == 1 and score.value["speedup"] > 0.15

@@ -1,0 +1,176 @@
+"""The open-ended arm: evolutionary search over kernels with an archive in the sandbox.
+
+Each step samples a parent from the archive (fitness with a diversity bonus for parents with
+few children; the best kernel per scenario category is always kept), asks the model for a
+mutated kernel, benches it with the harness, and keeps it if every scenario is correct.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from inspect_ai.log import transcript
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, get_model
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import sandbox
+
+from evals.bench.agent import log_settings
+from evals.bench.harness_exec import RESULTS_DIR, run_harness
+from evals.bench.settings import TaskSettings
+
+ARCHIVE = f"{RESULTS_DIR}/archive"
+_CODE_BLOCK = re.compile(r"```(?:[a-zA-Z+]*)\n(.*?)```", re.DOTALL)
+
+MUTATE = """You improve a {lang} attention kernel. Below is the current kernel and how it did
+on the benchmark. Reply with ONE complete, improved kernel file in a single fenced code block;
+keep the contract (in the task description) exactly."""
+
+
+@dataclass
+class Entry:
+    """One kernel of the archive."""
+
+    id: str
+    parent: str | None
+    geomean: float
+    by_category: dict[str, float]
+    children: int = 0
+
+
+@dataclass
+class Archive:
+    """Correct kernels found so far, with their fitness."""
+
+    entries: list[Entry] = field(default_factory=list)
+
+    def elites(self) -> set[str]:
+        """Ids of the best entry per scenario category (never crowded out)."""
+        best: dict[str, tuple[float, str]] = {}
+        for e in self.entries:
+            for cat, s in e.by_category.items():
+                if s > best.get(cat, (0.0, ""))[0]:
+                    best[cat] = (s, e.id)
+        return {i for _, i in best.values()}
+
+    def sample(self, rng: random.Random, diversity: float) -> Entry:
+        """Fitness-proportional choice; fewer children and elite status add weight."""
+        elites = self.elites()
+        weights = [
+            1e-9 + e.geomean * (1 + diversity / (1 + e.children)) * (1.5 if e.id in elites else 1)
+            for e in self.entries
+        ]
+        return rng.choices(self.entries, weights=weights, k=1)[0]
+
+    def best(self) -> Entry:
+        """The entry with the highest geomean."""
+        return max(self.entries, key=lambda e: e.geomean)
+
+
+def _fitness(verdict: dict[str, Any] | None, upstream: str) -> tuple[float, dict[str, float]]:
+    """Geomean vs the upstream and per-category geomeans; 0 unless every scenario is correct."""
+    if verdict is None or not verdict["aggregates"]["all_correct"]:
+        return 0.0, {}
+    cats: dict[str, list[float]] = {}
+    for s in verdict["scenarios"]:
+        speed = (s.get("speedup") or {}).get(upstream)
+        if speed:
+            cats.setdefault(s["params"].get("category") or s["id"].split("-")[0], []).append(speed)
+    by_cat = {c: float(sum(v) / len(v)) for c, v in cats.items()}
+    return float(verdict["aggregates"]["geomean_speedup"].get(upstream) or 0.0), by_cat
+
+
+async def _evaluate(settings: TaskSettings, source: str) -> tuple[float, dict[str, float], str]:
+    """Bench ``source`` as the workspace kernel; returns fitness and the harness table."""
+    await sandbox().write_file(settings.kernel_file, source)
+    run = await run_harness(settings, "bench", suite=settings.suite, timeout=settings.check_timeout)
+    geo, cats = _fitness(run.verdict, settings.upstream)
+    return geo, cats, run.table[-3000:]
+
+
+async def _store(entry: Entry, source: str, archive: Archive) -> None:
+    await sandbox().write_file(f"{ARCHIVE}/{entry.id}{_suffix(source)}", source)
+    await sandbox().write_file(
+        f"{ARCHIVE}/archive.json", json.dumps([asdict(e) for e in archive.entries], indent=1)
+    )
+
+
+def _suffix(source: str) -> str:
+    return ".cu" if "__global__" in source else ".cpp"
+
+
+def _seed(state: TaskState) -> int:
+    digest = hashlib.sha256(f"{state.sample_id}/{state.epoch}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+@solver
+def open_ended(*, evaluations: int = 20, diversity: float = 1.0) -> Solver:
+    """Evolutionary search; the budget is counted in harness evaluations.
+
+    Args:
+        evaluations: Kernels benched (default comparable to the other arms; may be thousands).
+        diversity: Weight of the bonus for parents with few children.
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        settings = TaskSettings.from_json(state.metadata["settings"])
+        seed = _seed(state)
+        log_settings(
+            "open_ended",
+            settings,
+            {"evaluations": evaluations, "diversity": diversity, "seed": seed},
+        )
+        rng, model, archive = random.Random(seed), get_model(), Archive()
+        sources: dict[str, str] = {}
+        start = await sandbox().read_file(settings.kernel_file)
+        geo, cats, table = await _evaluate(settings, start)
+        archive.entries.append(Entry("k0", None, geo, cats))
+        sources["k0"], tables = start, {"k0": table}
+        await _store(archive.entries[0], start, archive)
+        lang = "CUDA" if settings.kernel_file.endswith(".cu") else "C++"
+        for step in range(1, evaluations):
+            parent = archive.sample(rng, diversity)
+            parent.children += 1
+            prompt = (
+                f"{state.input_text}\n\nCurrent kernel:\n```\n{sources[parent.id]}\n```\n"
+                f"Benchmark:\n{tables[parent.id]}"
+            )
+            output = await model.generate(
+                [
+                    ChatMessageSystem(content=MUTATE.format(lang=lang)),
+                    ChatMessageUser(content=prompt),
+                ]
+            )
+            match = _CODE_BLOCK.search(output.completion)
+            child = match.group(1) if match else ""
+            geo, cats, table = await _evaluate(settings, child) if child else (0.0, {}, "")
+            kept = geo > 0
+            if kept:
+                entry = Entry(f"k{step}", parent.id, geo, cats)
+                archive.entries.append(entry)
+                sources[entry.id], tables[entry.id] = child, table
+                await _store(entry, child, archive)
+            transcript().info(
+                {
+                    "archive": {
+                        "step": step,
+                        "parent": parent.id,
+                        "kept": kept,
+                        "geomean": geo,
+                        "size": len(archive.entries),
+                        "best": archive.best().id,
+                    }
+                },
+                source="kernelseek",
+            )
+        best = archive.best()
+        await sandbox().write_file(settings.kernel_file, sources[best.id])
+        state.output.completion = f"best kernel {best.id}: geomean {best.geomean:.3f}"
+        return state
+
+    return solve
