@@ -125,3 +125,25 @@ def test_open_ended_arm_grows_an_archive_and_keeps_the_best(tmp_path):
     assert {s["best"] for s in steps} == {"k1"}  # the faster kernel stays the best
     score = log.samples[0].scores["kernel_speedup"]
     assert score.value["correct"] == 1 and score.value["speedup"] > 0.15
+
+
+def test_autonomous_arm_uses_profile_and_lessons(tmp_path):
+    from evals.bench.autonomous import autonomous
+
+    outputs = [
+        _tool("lessons_read"),
+        _tool("profile"),
+        _tool("lessons_append", lesson="The naive kernel spends most time in the d=128 rows."),
+        _tool("lessons_read"),
+        _tool("bash", command="ls docs"),
+        _tool("submit"),
+    ]
+    log = _eval(autonomous(), outputs, tmp_path)
+    tool_out = {}
+    for m in log.samples[0].messages:
+        if m.role == "tool":
+            tool_out.setdefault(m.function, []).append(m.text)
+    assert "(no lessons yet)" in tool_out["lessons_read"][0]
+    assert "GFLOP/s" in tool_out["profile"][0] or "TFLOP/s" in tool_out["profile"][0]
+    assert "d=128 rows" in tool_out["lessons_read"][1]
+    assert "reference_attention.py" in tool_out["bash"][0]

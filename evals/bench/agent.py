@@ -36,13 +36,14 @@ async def run_agent(
     attempts: int,
     max_idle_turns: int,
     observers: list[Observer] | None = None,
+    extra_tools: list[Tool] | None = None,
 ) -> TaskState:
     """Generate, run tools, verify submissions; observers may add user messages at each step.
 
     Observers are a questioner (KERNELSEEK arms) or a recipe's stage controller (scripted).
     """
     watchers = observers or []
-    tools = agent_tools(settings)
+    tools = agent_tools(settings) + (extra_tools or [])
     state.tools = tools
     stop = StopCondition(settings, attempts)
     model, idle = get_model(), 0

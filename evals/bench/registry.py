@@ -23,6 +23,7 @@ from inspect_ai.solver import Solver, solver
 
 from evals.bench.agent import kernel_agent
 from evals.bench.arms import kernelseek_bank, kernelseek_model
+from evals.bench.autonomous import autonomous
 from evals.bench.evolve import open_ended
 from evals.bench.recipe import scripted
 
@@ -32,6 +33,7 @@ SOLVERS: dict[str, Callable[..., Solver]] = {
     "kernelseek_model": kernelseek_model,
     "scripted": scripted,
     "open_ended": open_ended,
+    "autonomous": autonomous,
 }
 NAMESPACE = "evals"
 _ALIAS_MODULE = "kernelseek_solver_aliases"
