@@ -147,3 +147,15 @@ def test_autonomous_arm_uses_profile_and_lessons(tmp_path):
     assert "GFLOP/s" in tool_out["profile"][0] or "TFLOP/s" in tool_out["profile"][0]
     assert "d=128 rows" in tool_out["lessons_read"][1]
     assert "reference_attention.py" in tool_out["bash"][0]
+
+
+def test_human_arm_continues_cleanly_when_no_one_is_attached(tmp_path):
+    from evals.bench.arms import kernelseek
+
+    outputs = [_text("We are near the theoretical peak."), _tool("submit")]
+    log = _eval(kernelseek(wait_s=2), outputs, tmp_path)
+    notes = [e.data["human_questioner"] for e in log.samples[0].events
+             if e.event == "info" and isinstance(e.data, dict) and "human_questioner" in e.data]
+    assert notes and "without --acp-server" in notes[0] and notes[0].endswith("continuing")
+    assert not _questions(log)
+    assert log.samples[0].scores["kernel_speedup"].value["correct"] == 1

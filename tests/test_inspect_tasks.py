@@ -91,8 +91,8 @@ def test_fa3_task_builds_with_docker_sandbox_and_prompt():
     assert task.version == 1 and task.metadata["settings"]["score_suite"] == "full"
 
 
-@pytest.mark.parametrize("solver", ["kernel_agent", "evals/kernel_agent", "kernelseek_bank",
-                                    "evals/kernelseek_model"])
+@pytest.mark.parametrize("solver", ["kernelseek", "evals/kernelseek", "kernel_agent",
+                                    "evals/kernelseek_bank"])
 def test_cli_resolves_solver_names(tmp_path, solver):
     # every solver is registered by the same mechanism: bare from the task file, evals/ from
     # the package entry point; these four runs cover both forms for three arms
@@ -114,3 +114,13 @@ def test_fa4_task_refuses_with_a_reason(tmp_path):
     )
     assert proc.returncode != 0
     assert "fa4_blackwell is not available yet" in proc.stdout + proc.stderr
+
+
+def test_registered_names_cover_every_arm():
+    from evals.bench.registry import SOLVERS
+
+    assert set(SOLVERS) == {"kernel_agent", "kernelseek", "kernelseek_bank", "kernelseek_model",
+                            "scripted", "open_ended", "autonomous"}
+    # every task file registers the bare names through the same call
+    for task_file in ROOT.glob("tasks/*/*.py"):
+        assert "register_unqualified(__name__)" in task_file.read_text()

@@ -17,6 +17,7 @@ from pydantic import JsonValue
 from evals.bank import load_bank
 from evals.bench.agent import log_settings, run_agent
 from evals.bench.director import BankDirector, Director, ModelDirector
+from evals.bench.human import HumanDirector
 from evals.bench.questioner import DetectorSettings, Questioner
 from evals.bench.settings import TaskSettings
 
@@ -52,6 +53,37 @@ def _arm(
         )
 
     return solve
+
+
+@solver
+def kernelseek(
+    *,
+    wait_s: float = 300.0,
+    attempts: int | None = None,
+    max_idle_turns: int = 3,
+    stall_bench_calls: int = 3,
+    stall_turns: int = 20,
+    gain_factor: float = 1.5,
+) -> Solver:
+    """KERNELSEEK with a human questioner attached through ``--acp-server`` / ``inspect acp``.
+
+    Args:
+        wait_s: Seconds to wait for the person's question at a decision point.
+        attempts: Submissions allowed (default: the task's ``attempts``).
+        max_idle_turns: Stop after this many consecutive replies without a tool call.
+        stall_bench_calls: Bench results without a new best before a stall fires.
+        stall_turns: Turns without a new best before a stall fires.
+        gain_factor: A geomean jump above this factor is a suspicious gain.
+    """
+    detect = DetectorSettings(stall_bench_calls, stall_turns, gain_factor)
+    return _arm(
+        "kernelseek",
+        lambda rng: HumanDirector(wait_s),
+        attempts,
+        max_idle_turns,
+        detect,
+        {"director": "human", "wait_s": wait_s},
+    )
 
 
 @solver

@@ -22,13 +22,14 @@ from collections.abc import Callable
 from inspect_ai.solver import Solver, solver
 
 from evals.bench.agent import kernel_agent
-from evals.bench.arms import kernelseek_bank, kernelseek_model
+from evals.bench.arms import kernelseek, kernelseek_bank, kernelseek_model
 from evals.bench.autonomous import autonomous
 from evals.bench.evolve import open_ended
 from evals.bench.recipe import scripted
 
 SOLVERS: dict[str, Callable[..., Solver]] = {
     "kernel_agent": kernel_agent,
+    "kernelseek": kernelseek,
     "kernelseek_bank": kernelseek_bank,
     "kernelseek_model": kernelseek_model,
     "scripted": scripted,
