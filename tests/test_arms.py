@@ -159,3 +159,16 @@ def test_human_arm_continues_cleanly_when_no_one_is_attached(tmp_path):
     assert notes and "without --acp-server" in notes[0] and notes[0].endswith("continuing")
     assert not _questions(log)
     assert log.samples[0].scores["kernel_speedup"].value["correct"] == 1
+
+
+def test_sample_seed_differs_by_epoch_and_repeats_across_processes():
+    import subprocess
+    import sys
+
+    code = ("from types import SimpleNamespace as S; from evals.bench.agent import sample_seed; "
+            "print(sample_seed(S(sample_id='cpu_attention', epoch=1)), "
+            "sample_seed(S(sample_id='cpu_attention', epoch=2)))")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout for _ in range(2)]
+    first, second = runs[0].split()
+    assert runs[0] == runs[1] and first != second

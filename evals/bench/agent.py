@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageUser, execute_tools, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
@@ -19,6 +21,12 @@ CONTINUE = "Continue: use your tools to improve and verify the kernel, and call 
 def agent_tools(settings: TaskSettings) -> list[Tool]:
     """bash, check, bench and submit."""
     return [bash(timeout=settings.check_timeout), check(settings), bench(settings), submit()]
+
+
+def sample_seed(state: TaskState) -> int:
+    """A seed from the sample id and epoch: epochs differ, reruns repeat (no hash salting)."""
+    digest = hashlib.sha256(f"{state.sample_id}/{state.epoch}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
 
 
 def log_settings(solver_name: str, settings: TaskSettings, resolved: dict[str, JsonValue]) -> None:

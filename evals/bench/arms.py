@@ -15,16 +15,11 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from pydantic import JsonValue
 
 from evals.bank import load_bank
-from evals.bench.agent import log_settings, run_agent
+from evals.bench.agent import log_settings, run_agent, sample_seed
 from evals.bench.director import BankDirector, Director, ModelDirector
 from evals.bench.human import HumanDirector
 from evals.bench.questioner import DetectorSettings, Questioner
 from evals.bench.settings import TaskSettings
-
-
-def _seed(state: TaskState) -> int:
-    """Randomness per sample and epoch: repeated seeds differ and are reproducible."""
-    return hash((str(state.sample_id), state.epoch)) & 0xFFFFFFFF
 
 
 def _arm(
@@ -38,7 +33,7 @@ def _arm(
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         settings = TaskSettings.from_json(state.metadata["settings"])
         n = attempts or settings.attempts
-        rng = random.Random(_seed(state))
+        rng = random.Random(sample_seed(state))
         director = make_director(rng)
         resolved: dict[str, JsonValue] = {
             "attempts": n,

@@ -7,7 +7,6 @@ mutated kernel, benches it with the harness, and keeps it if every scenario is c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -19,7 +18,7 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
-from evals.bench.agent import log_settings
+from evals.bench.agent import log_settings, sample_seed
 from evals.bench.harness_exec import RESULTS_DIR, run_harness
 from evals.bench.settings import TaskSettings
 
@@ -103,11 +102,6 @@ def _suffix(source: str) -> str:
     return ".cu" if "__global__" in source else ".cpp"
 
 
-def _seed(state: TaskState) -> int:
-    digest = hashlib.sha256(f"{state.sample_id}/{state.epoch}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
-
-
 @solver
 def open_ended(*, evaluations: int = 20, diversity: float = 1.0) -> Solver:
     """Evolutionary search; the budget is counted in harness evaluations.
@@ -119,7 +113,7 @@ def open_ended(*, evaluations: int = 20, diversity: float = 1.0) -> Solver:
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         settings = TaskSettings.from_json(state.metadata["settings"])
-        seed = _seed(state)
+        seed = sample_seed(state)
         log_settings(
             "open_ended",
             settings,
