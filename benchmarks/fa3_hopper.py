@@ -43,8 +43,11 @@ class MemorySampler(threading.Thread):
             try:
                 out = subprocess.run(
                     ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-                    capture_output=True, text=True, timeout=10, check=True,
-                ).stdout  # fmt: skip
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                    check=True,
+                ).stdout
                 self.peak_mib = max(self.peak_mib, float(out.split()[0]))
             except (OSError, subprocess.SubprocessError, ValueError, IndexError):
                 pass
@@ -54,8 +57,16 @@ class MemorySampler(threading.Thread):
 def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
     """Run one step and return its summary."""
     path = out_dir / (f"{name}.json" if repeat == 0 else f"{name}-{repeat + 1}.json")
-    cmd = [sys.executable, "-m", "evals.harness", *STEPS[name], "--target", "fa3_hopper",
-           "--json", str(path)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "evals.harness",
+        *STEPS[name],
+        "--target",
+        "fa3_hopper",
+        "--json",
+        str(path),
+    ]
     sampler = MemorySampler()
     sampler.start()
     start = time.monotonic()
@@ -68,17 +79,21 @@ def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
     doc = json.loads(path.read_text())
     agg = doc["aggregates"]
     summary = {
-        "step": name, "exit": proc.returncode, "wall_s": round(wall, 1),
+        "step": name,
+        "exit": proc.returncode,
+        "wall_s": round(wall, 1),
         "build_s": round(doc["timing"].get("build_s", 0.0), 1),
         "passed": f"{agg['passed']}/{agg['scenarios']}",
         "geomean": {k: round(v, 4) if v else None for k, v in agg["geomean_speedup"].items()},
-        "peak_gpu_mib": sampler.peak_mib, "json": str(path),
+        "peak_gpu_mib": sampler.peak_mib,
+        "json": str(path),
         "peak_reserved_gib": {
-            proc: max((s["memory"].get(f"{proc}_peak_gib", 0.0) for s in doc["scenarios"]),
-                      default=0.0)
+            proc: max(
+                (s["memory"].get(f"{proc}_peak_gib", 0.0) for s in doc["scenarios"]), default=0.0
+            )
             for proc in ("worker", "harness")
         },
-    }  # fmt: skip
+    }
     print("SUMMARY " + json.dumps(summary), flush=True)
     return summary
 

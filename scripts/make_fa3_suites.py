@@ -27,10 +27,22 @@ def prefill(d, s, causal, *, dtype="bfloat16", hq=None, hkv=None, batch=None, ca
     hq = hq or MODEL_DIM // d
     hkv = hkv or hq
     batch = batch or max(1, TOKENS // s)
-    sid = (f"{category}-{SHORT[dtype]}-d{d}-s{s}-b{batch}-{_heads(hq, hkv)}-"
-           f"{'causal' if causal else 'full'}")
-    params = dict(kind="prefill", category=category, dtype=dtype, batch=batch, seqlen_q=s,
-                  seqlen_k=s, heads_q=hq, heads_kv=hkv, head_dim=d, causal=causal)
+    sid = (
+        f"{category}-{SHORT[dtype]}-d{d}-s{s}-b{batch}-{_heads(hq, hkv)}-"
+        f"{'causal' if causal else 'full'}"
+    )
+    params = dict(
+        kind="prefill",
+        category=category,
+        dtype=dtype,
+        batch=batch,
+        seqlen_q=s,
+        seqlen_k=s,
+        heads_q=hq,
+        heads_kv=hkv,
+        head_dim=d,
+        causal=causal,
+    )
     return {"id": sid, "params": params}
 
 
@@ -42,31 +54,68 @@ def varlen(d, causal, seed=0, *, lengths=None, hq=None, category="varlen"):
         while sum(lengths) < TOKENS:
             lengths.append(min(rng.randint(128, 4096), TOKENS - sum(lengths)))
     hq = hq or MODEL_DIM // d
-    sid = (f"{category}-bf16-d{d}-n{len(lengths)}-{_heads(hq, hq)}-"
-           f"{'causal' if causal else 'full'}")
-    params = dict(kind="varlen", category=category, dtype="bfloat16", batch=len(lengths),
-                  seqlens=lengths, heads_q=hq, heads_kv=hq, head_dim=d, causal=causal)
+    sid = f"{category}-bf16-d{d}-n{len(lengths)}-{_heads(hq, hq)}-{'causal' if causal else 'full'}"
+    params = dict(
+        kind="varlen",
+        category=category,
+        dtype="bfloat16",
+        batch=len(lengths),
+        seqlens=lengths,
+        heads_q=hq,
+        heads_kv=hq,
+        head_dim=d,
+        causal=causal,
+    )
     return {"id": sid, "params": params}
 
 
-def kvcache(category, batch, cache, *, d=128, hq=32, hkv=8, sq=1, dtype="bfloat16",
-            causal=False, append=False, ragged_min=None):
+def kvcache(
+    category,
+    batch,
+    cache,
+    *,
+    d=128,
+    hq=32,
+    hkv=8,
+    sq=1,
+    dtype="bfloat16",
+    causal=False,
+    append=False,
+    ragged_min=None,
+):
     q = f"q{sq}-" if sq > 1 else ""
-    sid = (f"{category}-{SHORT[dtype]}-d{d}-{q}b{batch}-c{cache}-{_heads(hq, hkv)}"
-           f"{'-causal' if causal else ''}")
-    params = dict(kind="kvcache", category=category, dtype=dtype, batch=batch, seqlen_q=sq,
-                  cache_len=cache, ragged_min=ragged_min, append=append, heads_q=hq,
-                  heads_kv=hkv, head_dim=d, causal=causal)
+    sid = (
+        f"{category}-{SHORT[dtype]}-d{d}-{q}b{batch}-c{cache}-{_heads(hq, hkv)}"
+        f"{'-causal' if causal else ''}"
+    )
+    params = dict(
+        kind="kvcache",
+        category=category,
+        dtype=dtype,
+        batch=batch,
+        seqlen_q=sq,
+        cache_len=cache,
+        ragged_min=ragged_min,
+        append=append,
+        heads_q=hq,
+        heads_kv=hkv,
+        head_dim=d,
+        causal=causal,
+    )
     return {"id": sid, "params": params}
 
 
 def dev_suite():
     dev = [prefill(d, s, c) for c in (False, True) for d in (64, 128, 256) for s in (KB, 8 * KB)]
     dev += [prefill(128, s, True, hq=32, hkv=8, category="gqa") for s in (2 * KB, 8 * KB)]
-    dev += [prefill(d, 8 * KB, c, dtype="float8_e4m3fn", batch=2, category="fp8")
-            for d in (128, 256) for c in (False, True)]
-    dev += [kvcache("decode", b, c) for b, c in ((1, 8 * KB), (1, 128 * KB), (8, 32 * KB),
-                                                  (64, 8 * KB))]
+    dev += [
+        prefill(d, 8 * KB, c, dtype="float8_e4m3fn", batch=2, category="fp8")
+        for d in (128, 256)
+        for c in (False, True)
+    ]
+    dev += [
+        kvcache("decode", b, c) for b, c in ((1, 8 * KB), (1, 128 * KB), (8, 32 * KB), (64, 8 * KB))
+    ]
     dev += [kvcache("ragged", 32, 32 * KB, hq=64, ragged_min=KB)]
     dev += [kvcache("decode", 16, 16 * KB, hq=16, hkv=1)]
     dev += [kvcache("spec", 16, 16 * KB, sq=8, causal=True, append=True)]
@@ -89,25 +138,50 @@ def smoke_suite():
 def full_grid():
     seqs = [512 * 2**i for i in range(6)]
     grid = [prefill(d, s, c) for d in (64, 96, 128, 192, 256) for s in seqs for c in (False, True)]
-    grid += [prefill(128, s, c, hq=32, hkv=32 // r, category="gqa")
-             for r in (4, 8) for s in (KB, 4 * KB, 16 * KB) for c in (False, True)]
-    grid += [prefill(d, s, c, dtype="float8_e4m3fn", category="fp8")
-             for d in (64, 128, 256) for s in (KB, 4 * KB, 16 * KB) for c in (False, True)]
+    grid += [
+        prefill(128, s, c, hq=32, hkv=32 // r, category="gqa")
+        for r in (4, 8)
+        for s in (KB, 4 * KB, 16 * KB)
+        for c in (False, True)
+    ]
+    grid += [
+        prefill(d, s, c, dtype="float8_e4m3fn", category="fp8")
+        for d in (64, 128, 256)
+        for s in (KB, 4 * KB, 16 * KB)
+        for c in (False, True)
+    ]
     grid += [varlen(d, c, seed=d * 2 + c) for d in (64, 128, 256) for c in (False, True)]
-    grid += [kvcache("decode", b, c) for b in (1, 4, 16, 64) for c in (2, 8, 32, 128)
-             for c in [c * KB]]
-    grid += [kvcache("decode", b, c * KB, d=d, hq=MODEL_DIM // d, hkv=hkv)
-             for d in (64, 128, 256) for hkv in (1, 8) for b in (1, 16) for c in (8, 64)]
-    grid += [kvcache("ragged", b, c * KB, hq=64, ragged_min=KB) for b in (8, 32, 128)
-             for c in (8, 32)]
-    grid += [kvcache("fp8decode", b, c * KB, dtype="float8_e4m3fn")
-             for b in (1, 16) for c in (8, 64)]
-    grid += [kvcache("spec", b, c * KB, sq=q, causal=True, append=True)
-             for q in (2, 4, 8, 16, 64, 128) for c in (8, 32) for b in (1, 16)]
-    grid += [kvcache("chunk", b, c * KB, sq=q, causal=True, append=True)
-             for q in (512, 2048) for c in (8, 32) for b in (1, 4)]
-    grid += [prefill(128, s * KB, c, batch=1, category="long")
-             for s in (32, 64) for c in (False, True)]
+    grid += [
+        kvcache("decode", b, c) for b in (1, 4, 16, 64) for c in (2, 8, 32, 128) for c in [c * KB]
+    ]
+    grid += [
+        kvcache("decode", b, c * KB, d=d, hq=MODEL_DIM // d, hkv=hkv)
+        for d in (64, 128, 256)
+        for hkv in (1, 8)
+        for b in (1, 16)
+        for c in (8, 64)
+    ]
+    grid += [
+        kvcache("ragged", b, c * KB, hq=64, ragged_min=KB) for b in (8, 32, 128) for c in (8, 32)
+    ]
+    grid += [
+        kvcache("fp8decode", b, c * KB, dtype="float8_e4m3fn") for b in (1, 16) for c in (8, 64)
+    ]
+    grid += [
+        kvcache("spec", b, c * KB, sq=q, causal=True, append=True)
+        for q in (2, 4, 8, 16, 64, 128)
+        for c in (8, 32)
+        for b in (1, 16)
+    ]
+    grid += [
+        kvcache("chunk", b, c * KB, sq=q, causal=True, append=True)
+        for q in (512, 2048)
+        for c in (8, 32)
+        for b in (1, 4)
+    ]
+    grid += [
+        prefill(128, s * KB, c, batch=1, category="long") for s in (32, 64) for c in (False, True)
+    ]
     return grid
 
 
@@ -140,8 +214,12 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     smoke = smoke_suite()
     for name, items in (("smoke", smoke), ("dev", dev), ("full", full)):
-        doc = {"format": "kernelseek.suite/1", "target": "fa3_hopper", "suite": name,
-               "scenarios": items}
+        doc = {
+            "format": "kernelseek.suite/1",
+            "target": "fa3_hopper",
+            "suite": name,
+            "scenarios": items,
+        }
         (OUT / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
         print(name, len(items))
 

@@ -6,7 +6,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh" dev
 cd "$ROOT"
 echo "== ruff" >&2
 "$PY" -m ruff check evals tests benchmarks scripts
-"$PY" -m ruff format --check evals
+"$PY" -m ruff format --check evals tasks benchmarks scripts
 echo "== mypy" >&2
 "$PY" -m mypy
 echo "== pytest" >&2

@@ -38,7 +38,7 @@ K8S_SERVICE_KEYS = {
     "initContainers", "livenessProbe", "networkIsolated", "networks", "nodeSelector", "ports",
     "readinessProbe", "resources", "runtimeClassName", "securityContext", "tolerations",
     "volumeMounts", "volumes", "workingDir",
-}  # fmt: skip
+}
 K8S_EGRESS_KEYS = ("allowDomains", "allowDomainsPorts", "allowEntities", "allowCIDR")
 
 

@@ -65,10 +65,21 @@ def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict[str, 
 
 WIRE_DTYPES: dict[str, torch.dtype] = {
     str(dt).removeprefix("torch."): dt
-    for dt in (torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn,
-               torch.float8_e5m2, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
-               torch.bool)
-}  # fmt: skip
+    for dt in (
+        torch.float64,
+        torch.float32,
+        torch.bfloat16,
+        torch.float16,
+        torch.float8_e4m3fn,
+        torch.float8_e5m2,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
+    )
+}
 
 
 def tensor_to_wire(t: torch.Tensor) -> tuple[dict[str, Any], bytes]:

@@ -39,9 +39,12 @@ def parser() -> argparse.ArgumentParser:
         )
         sp.add_argument("--suite", default="dev", help="scenario suite (default: dev)")
         sp.add_argument(
-            "--scenario", action="append", default=[], metavar="ID",
+            "--scenario",
+            action="append",
+            default=[],
+            metavar="ID",
             help="judge only this scenario (repeatable)",
-        )  # fmt: skip
+        )
         sp.add_argument("--json", type=Path, help="also write the verdict as JSON here")
         sp.add_argument("--cache-dir", type=Path, help="build cache directory")
         sp.add_argument("--timeout", type=float, help="seconds one candidate request may take")

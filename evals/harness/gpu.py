@@ -90,8 +90,11 @@ def device_state() -> dict[str, Any]:
     try:
         out = subprocess.run(
             ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout.splitlines()[0]  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
         return {}
     keys = ["sm_clock_mhz", "max_sm_clock_mhz", "temperature_c", "memory_used_mib", "power_w"]
@@ -109,10 +112,17 @@ def describe_cuda_device() -> dict[str, Any]:
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     driver = None
     with contextlib.suppress(OSError, subprocess.SubprocessError, IndexError):
-        driver = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout.strip().splitlines()[0]  # fmt: skip
+        driver = (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=True,
+            )
+            .stdout.strip()
+            .splitlines()[0]
+        )
     return {
         "name": props.name,
         "sms": props.multi_processor_count,

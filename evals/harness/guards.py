@@ -50,8 +50,9 @@ def _checksum(t: torch.Tensor) -> tuple[float, float]:
     total, weighted = 0.0, 0.0
     for start in range(0, flat.numel(), CHECKSUM_CHUNK):
         chunk = flat[start : start + CHECKSUM_CHUNK].to(torch.float64)
-        pos = torch.arange(start + 1, start + 1 + chunk.numel(), device=chunk.device,
-                           dtype=torch.float64).remainder_(65521)  # fmt: skip
+        pos = torch.arange(
+            start + 1, start + 1 + chunk.numel(), device=chunk.device, dtype=torch.float64
+        ).remainder_(65521)
         total += float(chunk.sum())
         weighted += float((chunk * pos).sum())
     return total, weighted
@@ -70,8 +71,11 @@ class InputGuard:
         """The first watched input whose contents changed, as a failure."""
         for name, t in self._inputs.items():
             before = self._before[name]
-            same = torch.equal(before, t) if isinstance(before, torch.Tensor) else (
-                before == _checksum(t))  # fmt: skip
+            same = (
+                torch.equal(before, t)
+                if isinstance(before, torch.Tensor)
+                else (before == _checksum(t))
+            )
             if not same:
                 return Failure(Code.INPUT_MODIFIED, f"the candidate modified its input {name!r}")
         return None

@@ -15,12 +15,28 @@ from pathlib import Path
 
 from evals.harness.failures import Code, Failure
 
-KEPT_VARIABLES = frozenset({
-    "PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TERM", "CUDA_VISIBLE_DEVICES",
-    "NVIDIA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-    "NVSHMEM_DISABLE_NVLS", "KERNELSEEK_CACHE", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME",
-    "MAX_JOBS", "CC", "CXX",
-})  # fmt: skip
+KEPT_VARIABLES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LANG",
+        "LC_ALL",
+        "TMPDIR",
+        "TERM",
+        "CUDA_VISIBLE_DEVICES",
+        "NVIDIA_VISIBLE_DEVICES",
+        "NCCL_NVLS_ENABLE",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+        "NVSHMEM_DISABLE_NVLS",
+        "KERNELSEEK_CACHE",
+        "TORCH_CUDA_ARCH_LIST",
+        "CUDA_HOME",
+        "MAX_JOBS",
+        "CC",
+        "CXX",
+    }
+)
 """Everything else is dropped for ``score``: LD_PRELOAD, PYTHON*, other CUDA_*, ...
 ``LD_LIBRARY_PATH`` keeps only system folders (GPU hosts find the driver through it), never
 the working directory or the temp folder, where an agent could plant a library."""

@@ -142,8 +142,12 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
     """Same pointers with new data, same data in new buffers, and three runs that must agree."""
     target = session.target
     seed_b = derive_seed(session.seed, scenario.id, "probe-b")
-    request = {"op": "probe", "scenario": scenario.to_json(), "seed_b": seed_b,
-               "seed_a": derive_seed(session.seed, scenario.id, "probe-a")}  # fmt: skip
+    request = {
+        "op": "probe",
+        "scenario": scenario.to_json(),
+        "seed_b": seed_b,
+        "seed_a": derive_seed(session.seed, scenario.id, "probe-a"),
+    }
     header, payload = session.client.request(request)
     _note_peak(result, "worker", header.get("peak_reserved_bytes"))
     outputs = channel.unpack_tensors(header["tensors"], payload)
@@ -156,7 +160,7 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
         "pointer-keyed cache)",
         "on the same data in new buffers",
     ]
-    checks = list(zip(outputs, hows, strict=False))  # fmt: skip
+    checks = list(zip(outputs, hows, strict=False))
     try:
         for out, how in checks:
             failure = _check_against(target, scenario, out, inputs)
@@ -167,8 +171,10 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
     eps = torch.finfo(target.expected_output(scenario).dtype).eps
     limit = RACE_ULPS * eps * max(header["race_scale"], 1.0)
     if header["race_spread"] > limit:
-        reason = (f"three runs on the same input differ by up to {header['race_spread']:.3g} "
-                  f"(more than rounding, {limit:.3g}): a race")  # fmt: skip
+        reason = (
+            f"three runs on the same input differ by up to {header['race_spread']:.3g} "
+            f"(more than rounding, {limit:.3g}): a race"
+        )
         return Failure(Code.NONDETERMINISTIC, reason)
     return None
 

@@ -30,25 +30,40 @@ def print_progress(
 
 def render(verdict: Verdict) -> str:
     """The results table: per scenario correctness, error, times, speedups; then geomeans."""
-    lines = [f"{verdict.command} {verdict.target} suite={verdict.suite} "
-             f"kernel={verdict.kernel.get('path')} seed={verdict.seed}"]  # fmt: skip
+    lines = [
+        f"{verdict.command} {verdict.target} suite={verdict.suite} "
+        f"kernel={verdict.kernel.get('path')} seed={verdict.seed}"
+    ]
     if verdict.failure is not None and not verdict.results:
         lines.append(f"ERROR [{verdict.failure.code}] {verdict.failure.reason}")
         return "\n".join(lines)
     ups = list(verdict.upstreams)
-    header = ["scenario", "ok", "max_err", "tol", "cand_us", *(f"{u}_us" for u in ups),
-              *(f"x_{u}" for u in ups), "tflops"]  # fmt: skip
+    header = [
+        "scenario",
+        "ok",
+        "max_err",
+        "tol",
+        "cand_us",
+        *(f"{u}_us" for u in ups),
+        *(f"x_{u}" for u in ups),
+        "tflops",
+    ]
     rows = [header]
     for r in verdict.results:
         cand = r.times.get("candidate")
         data: dict[str, Any] = r.to_json()
-        rows.append([
-            r.scenario.id, "yes" if r.correct else "NO",
-            _fmt(r.errors.get("max_abs"), ".2e"), _fmt(r.errors.get("tolerance"), ".2e"),
-            _fmt(cand.median_us if cand else None, ".1f"),
-            *(_fmt(r.times[u].median_us if u in r.times else None, ".1f") for u in ups),
-            *(_fmt(r.speedup(u), ".3f") for u in ups), _fmt(data["tflops"], ".3f"),
-        ])  # fmt: skip
+        rows.append(
+            [
+                r.scenario.id,
+                "yes" if r.correct else "NO",
+                _fmt(r.errors.get("max_abs"), ".2e"),
+                _fmt(r.errors.get("tolerance"), ".2e"),
+                _fmt(cand.median_us if cand else None, ".1f"),
+                *(_fmt(r.times[u].median_us if u in r.times else None, ".1f") for u in ups),
+                *(_fmt(r.speedup(u), ".3f") for u in ups),
+                _fmt(data["tflops"], ".3f"),
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for row in rows:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))

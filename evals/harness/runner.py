@@ -211,8 +211,13 @@ def _judge_all(
     assert verdict.seed is not None
     with tempfile.TemporaryDirectory(prefix="kernelseek-") as tmp:
         log = Path(tmp) / "worker.log"
-        client = WorkerClient(target, library, log, candidate_upstream=settings.candidate_upstream,
-                              clean_env=settings.command == "score")  # fmt: skip
+        client = WorkerClient(
+            target,
+            library,
+            log,
+            candidate_upstream=settings.candidate_upstream,
+            clean_env=settings.command == "score",
+        )
         try:
             client.start()
         except WorkerFailure as exc:

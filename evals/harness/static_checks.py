@@ -24,25 +24,57 @@ COMMON_FORBIDDEN_SYMBOLS: tuple[tuple[str, str], ...] = (
     (r"^(fopen|fopen64|freopen|open|open64|openat|creat|fdopen|opendir)\b", "file I/O"),
     (r"^(socket|connect|bind|listen|accept|getaddrinfo)\b", "socket I/O"),
     (r"^(getenv|secure_getenv|setenv|putenv|unsetenv)\b", "environment access"),
-    (r"^(fork|vfork|execv|execve|execvp|execl|execlp|system|popen|posix_spawn|clone)\b",
-     "process creation"),
+    (
+        r"^(fork|vfork|execv|execve|execvp|execl|execlp|system|popen|posix_spawn|clone)\b",
+        "process creation",
+    ),
     (r"^(pthread_create|thrd_create)\b|std::thread", "thread creation"),
     (r"^(signal|sigaction|ptrace|mprotect|syscall)\b", "signal or syscall tricks"),
-    (r"^cuda(StreamCreate|StreamCreateWithFlags|StreamCreateWithPriority|Graph|StreamBeginCapture"
-     r"|StreamSetAttribute|CtxResetPersistingL2Cache|DeviceSetLimit|LaunchHostFunc"
-     r"|StreamAddCallback)", "CUDA stream, graph or L2-persistence control"),
-    (r"^cu(StreamCreate|Graph|StreamSetAttribute|CtxResetPersistingL2Cache|ModuleLoad"
-     r"|LibraryLoad)", "CUDA driver stream, graph, L2 or module control"),
+    (
+        r"^cuda(StreamCreate|StreamCreateWithFlags|StreamCreateWithPriority|Graph|StreamBeginCapture"
+        r"|StreamSetAttribute|CtxResetPersistingL2Cache|DeviceSetLimit|LaunchHostFunc"
+        r"|StreamAddCallback)",
+        "CUDA stream, graph or L2-persistence control",
+    ),
+    (
+        r"^cu(StreamCreate|Graph|StreamSetAttribute|CtxResetPersistingL2Cache|ModuleLoad"
+        r"|LibraryLoad)",
+        "CUDA driver stream, graph, L2 or module control",
+    ),
     (r"^(cublas|cublasLt|cudnn|cblas_|dnnl_|mkl_|flash::|cutlass::)", "a vendor library"),
-)  # fmt: skip
+)
 """(pattern on the demangled undefined symbol, what it is)."""
 
-ALLOCATION_OPS = frozenset({
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like",
-    "fill", "zero", "view", "reshape", "contiguous", "narrow", "slice", "select",
-    "as_strided", "expand", "permute", "transpose", "unsqueeze", "squeeze", "flatten",
-    "size", "stride", "copy", "clone",
-})  # fmt: skip
+ALLOCATION_OPS = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "zeros",
+        "zeros_like",
+        "full",
+        "full_like",
+        "fill",
+        "zero",
+        "view",
+        "reshape",
+        "contiguous",
+        "narrow",
+        "slice",
+        "select",
+        "as_strided",
+        "expand",
+        "permute",
+        "transpose",
+        "unsqueeze",
+        "squeeze",
+        "flatten",
+        "size",
+        "stride",
+        "copy",
+        "clone",
+    }
+)
 """torch operators a candidate may call: allocation, fills, copies and views, no computation.
 An ``at::_ops`` name matches a base name exactly or with an overload suffix (``empty_memory_format``
 is ``empty``; ``fill_`` is ``fill``)."""
@@ -60,8 +92,13 @@ STD_HEADERS = (
     r"|type_traits|utility|vector|math\.h|stdint\.h|stddef\.h|float\.h|assert\.h"
 )
 ALLOC_HEADERS = r"ATen/ops/(empty|empty_like|empty_strided|zeros|zeros_like|full|full_like)\.h"
-TORCH_HEADERS = (r"torch/library\.h", r"ATen/core/Tensor\.h", ALLOC_HEADERS,
-                 r"c10/util/[A-Za-z0-9_]+\.h", r"c10/core/ScalarType\.h")  # fmt: skip
+TORCH_HEADERS = (
+    r"torch/library\.h",
+    r"ATen/core/Tensor\.h",
+    ALLOC_HEADERS,
+    r"c10/util/[A-Za-z0-9_]+\.h",
+    r"c10/core/ScalarType\.h",
+)
 
 
 @dataclass(frozen=True)
@@ -96,8 +133,11 @@ def undefined_symbols(library: Path) -> list[str]:
     """Demangled undefined dynamic symbols of ``library`` (``nm -D -C --undefined-only``)."""
     out = subprocess.run(
         ["nm", "-D", "-C", "--undefined-only", str(library)],
-        capture_output=True, text=True, timeout=60, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     symbols = []
     for line in out.splitlines():
         name = line.strip()

@@ -87,14 +87,28 @@ class WorkerClient:
             if limit is not None:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-        cmd = [sys.executable, "-P", "-m", "evals.harness.worker", str(child.fileno()),
-               self.target.name, str(self.library or "-"), str(self.threads),
-               self.candidate_upstream or "-"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-P",
+            "-m",
+            "evals.harness.worker",
+            str(child.fileno()),
+            self.target.name,
+            str(self.library or "-"),
+            str(self.threads),
+            self.candidate_upstream or "-",
+        ]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                pass_fds=(child.fileno(),), start_new_session=True, preexec_fn=limit_memory,
-            )  # fmt: skip
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env,
+                pass_fds=(child.fileno(),),
+                start_new_session=True,
+                preexec_fn=limit_memory,
+            )
         child.close()
         self.sock = parent
         header, _ = self._receive(time.monotonic() + STARTUP_TIMEOUT_S, "starting")

@@ -121,17 +121,41 @@ class Fa3Hopper(Target):
     def prepare_candidate(self, ops: Any, inputs: Inputs) -> Callable[[], torch.Tensor]:
         """Callable invoking ``flash_forward`` or ``flash_forward_kvcache``."""
         i = inputs
-        tail = (i.get("q_descale"), i.get("k_descale"), i.get("v_descale"), i["causal"],
-                i["softmax_scale"])  # fmt: skip
+        tail = (
+            i.get("q_descale"),
+            i.get("k_descale"),
+            i.get("v_descale"),
+            i["causal"],
+            i["softmax_scale"],
+        )
         if "k_cache" in i:
             op = ops.flash_forward_kvcache
-            return lambda: op(i["q"], i["k_cache"], i["v_cache"], i["cache_seqlens"], i["k_new"],
-                              i["v_new"], *tail)  # fmt: skip
+            return lambda: op(
+                i["q"],
+                i["k_cache"],
+                i["v_cache"],
+                i["cache_seqlens"],
+                i["k_new"],
+                i["v_new"],
+                *tail,
+            )
         dense = ops.flash_forward
         if "cu_seqlens" in i:
             cu, ms = i["cu_seqlens"], i["max_seqlen"]
-            return lambda: dense(i["q"], i["k"], i["v"], cu, cu, ms, ms, None, None, None,
-                                 i["causal"], i["softmax_scale"])  # fmt: skip
+            return lambda: dense(
+                i["q"],
+                i["k"],
+                i["v"],
+                cu,
+                cu,
+                ms,
+                ms,
+                None,
+                None,
+                None,
+                i["causal"],
+                i["softmax_scale"],
+            )
         sq, sk = i["q"].shape[1], i["k"].shape[1]
         return lambda: dense(i["q"], i["k"], i["v"], None, None, sq, sk, *tail)
 

@@ -109,8 +109,12 @@ def make_timing_inputs(
     for seed in seeds[1:]:
         fresh = make_inputs(p, seed, device, with_cache=p.kind != "kvcache")
         if p.kind == "kvcache":
-            fresh.update({k: first[k] for k in ("k_cache", "v_cache", "cache_seqlens",
-                                                "k_descale", "v_descale")})  # fmt: skip
+            fresh.update(
+                {
+                    k: first[k]
+                    for k in ("k_cache", "v_cache", "cache_seqlens", "k_descale", "v_descale")
+                }
+            )
         sets.append(fresh)
     return sets
 
@@ -130,8 +134,11 @@ def make_inputs(
         lens = torch.tensor([0, *p.seqlens], dtype=torch.int64).cumsum(0)
         out["cu_seqlens"] = lens.to(device=device, dtype=torch.int32)
         out["max_seqlen"] = max(p.seqlens)
-        out.update(q=randn(total, p.heads_q, p.head_dim), k=randn(total, p.heads_kv, p.head_dim),
-                   v=randn(total, p.heads_kv, p.head_dim))  # fmt: skip
+        out.update(
+            q=randn(total, p.heads_q, p.head_dim),
+            k=randn(total, p.heads_kv, p.head_dim),
+            v=randn(total, p.heads_kv, p.head_dim),
+        )
         return out
     if p.kind == "prefill":
         q, k = randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim), None
@@ -144,8 +151,9 @@ def make_inputs(
     kc = randn(p.batch, rows, p.heads_kv, p.head_dim)
     vc = randn(p.batch, rows, p.heads_kv, p.head_dim)
     if p.ragged_min is not None:
-        lens = torch.randint(p.ragged_min, p.cache_len + 1, (p.batch,), generator=gen,
-                             device=device)  # fmt: skip
+        lens = torch.randint(
+            p.ragged_min, p.cache_len + 1, (p.batch,), generator=gen, device=device
+        )
     else:
         lens = torch.full((p.batch,), p.cache_len, device=device)
     out["cache_seqlens"] = lens.to(torch.int32)
@@ -166,8 +174,9 @@ def _maybe_fp8(p: Fa3Params, **tensors: torch.Tensor) -> dict[str, Any]:
     return out
 
 
-def _sequence_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
-                        scale: float) -> torch.Tensor:  # fmt: skip
+def _sequence_reference(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float
+) -> torch.Tensor:
     """Float64 attention of one sequence, chunked; q: (sq, hq, d), k, v: (sk, hkv, d).
 
     Chunks run over KV heads (so GQA never materialises repeated keys) and query rows (so
@@ -186,9 +195,12 @@ def _sequence_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causa
             if k_end == 0:
                 continue
             out[i0:i1, heads] = reference_attention(
-                q[None, i0:i1, heads], k[None, :k_end, g : g + 1], v[None, :k_end, g : g + 1],
-                causal=causal, softmax_scale=scale,
-            )[0]  # fmt: skip
+                q[None, i0:i1, heads],
+                k[None, :k_end, g : g + 1],
+                v[None, :k_end, g : g + 1],
+                causal=causal,
+                softmax_scale=scale,
+            )[0]
     return out
 
 
@@ -198,10 +210,11 @@ def reference(p: Fa3Params, inputs: Mapping[str, Any]) -> torch.Tensor:
     if p.kind == "varlen":
         cu = inputs["cu_seqlens"].tolist()
         parts = [
-            _sequence_reference(inputs["q"][a:b], inputs["k"][a:b], inputs["v"][a:b], p.causal,
-                                scale)
+            _sequence_reference(
+                inputs["q"][a:b], inputs["k"][a:b], inputs["v"][a:b], p.causal, scale
+            )
             for a, b in itertools.pairwise(cu)
-        ]  # fmt: skip
+        ]
         return torch.cat(parts)
     key, val = ("k", "v") if p.kind == "prefill" else ("k_cache", "v_cache")
     lens = inputs["cache_seqlens"].tolist() if p.kind == "kvcache" else [p.seqlen_k] * p.batch
@@ -238,6 +251,8 @@ def work(p: Fa3Params, *, lower_bound: bool = False) -> tuple[float, float]:
         pairs = p.batch * attended_pairs(p.seqlen_q, sk, p.causal)
         tokens_q, tokens_k = float(p.batch * p.seqlen_q), p.batch * keys
     flops = 4.0 * pairs * p.heads_q * p.head_dim
-    nbytes = (tokens_q * p.heads_q * p.head_dim * (item + 2)
-              + 2 * tokens_k * p.heads_kv * p.head_dim * item)  # fmt: skip
+    nbytes = (
+        tokens_q * p.heads_q * p.head_dim * (item + 2)
+        + 2 * tokens_k * p.heads_kv * p.head_dim * item
+    )
     return flops, nbytes

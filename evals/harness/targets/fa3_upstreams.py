@@ -81,13 +81,24 @@ class Fa3(Upstream):
         common = {"softmax_scale": i["softmax_scale"], "causal": i["causal"]}
         if "cu_seqlens" in i:
             cu, ms = i["cu_seqlens"], i["max_seqlen"]
-            return lambda: _first(fa3.flash_attn_varlen_func(i["q"], i["k"], i["v"], cu, cu, ms,
-                                                             ms, **common))  # fmt: skip
+            return lambda: _first(
+                fa3.flash_attn_varlen_func(i["q"], i["k"], i["v"], cu, cu, ms, ms, **common)
+            )
         descales = {k: i[k] for k in ("q_descale", "k_descale", "v_descale")}
         if "k_cache" in i:
-            return lambda: _first(fa3.flash_attn_with_kvcache(
-                i["q"], i["k_cache"], i["v_cache"], k=i["k_new"], v=i["v_new"],
-                cache_seqlens=i["cache_seqlens"], num_splits=0, **descales, **common))  # fmt: skip
+            return lambda: _first(
+                fa3.flash_attn_with_kvcache(
+                    i["q"],
+                    i["k_cache"],
+                    i["v_cache"],
+                    k=i["k_new"],
+                    v=i["v_new"],
+                    cache_seqlens=i["cache_seqlens"],
+                    num_splits=0,
+                    **descales,
+                    **common,
+                )
+            )
         return lambda: _first(fa3.flash_attn_func(i["q"], i["k"], i["v"], **descales, **common))
 
 
@@ -138,9 +149,13 @@ class TorchSdpa(Upstream):
         def run() -> torch.Tensor:
             with sdpa_kernel([backend]):
                 out = F.scaled_dot_product_attention(
-                    q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                    is_causal=causal, scale=scale, enable_gqa=gqa,
-                )  # fmt: skip
+                    q.transpose(1, 2),
+                    k.transpose(1, 2),
+                    v.transpose(1, 2),
+                    is_causal=causal,
+                    scale=scale,
+                    enable_gqa=gqa,
+                )
             return out.transpose(1, 2)
 
         return run
