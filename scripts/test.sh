@@ -5,7 +5,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh" dev
 cd "$ROOT"
 echo "== ruff" >&2
-"$PY" -m ruff check evals tests benchmarks scripts
+"$PY" -m ruff check evals tasks tests benchmarks scripts
 "$PY" -m ruff format --check evals tasks benchmarks scripts
 echo "== mypy" >&2
 "$PY" -m mypy
