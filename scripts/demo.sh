@@ -3,7 +3,7 @@
 # against torch's SDPA on the dev suite and print the table. No GPU, Docker or API key.
 # Extra arguments go to the harness (e.g. --suite full --json out.json).
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh" ""  # no extras: the harness only
 cd "$ROOT"
 exec "$PY" -m evals.harness score --target cpu_attention \
   --kernel kernels/cpu_attention/start.cpp "$@"
