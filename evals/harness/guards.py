@@ -16,6 +16,8 @@ from evals.harness.failures import Code, Failure
 
 CLONE_LIMIT_BYTES = 2 << 30
 """Inputs up to this size are cloned for an exact comparison; larger ones are checksummed."""
+KEEP_INPUTS_BYTES = 2 << 30
+"""Recent input sets the worker keeps alive (so fresh inputs never reuse their addresses)."""
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:

@@ -22,7 +22,13 @@ import torch
 
 from evals.harness import channel
 from evals.harness.failures import Code, Failure, one_line
-from evals.harness.guards import CLONE_LIMIT_BYTES, InputGuard, aliasing, input_bytes
+from evals.harness.guards import (
+    CLONE_LIMIT_BYTES,
+    KEEP_INPUTS_BYTES,
+    InputGuard,
+    aliasing,
+    input_bytes,
+)
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, OutputSpec, Target, get_target
 from evals.harness.timing import TimingSettings, measure
@@ -115,7 +121,7 @@ class Worker:
         self.candidate_upstream = candidate_upstream
         self.ops: Any = None
         self.earlier: list[torch.Tensor] = []
-        self.earlier_inputs: Inputs | None = None
+        self.earlier_inputs: list[Inputs] = []
         if candidate_upstream is not None:
             return
         torch.ops.load_library(library)  # type: ignore[no-untyped-call]
@@ -148,11 +154,14 @@ class Worker:
         failure = guard.modified() or aliasing(out, inputs, self.earlier)
         if failure is not None:
             raise CandidateError(failure)
-        # Kept alive until the next call: a fresh output can never share their memory, and
-        # the next inputs never reuse these addresses (so pointer-keyed caches miss here and
-        # are caught by the probe, deterministically). Large inputs are not kept.
+        # The output is kept alive until the next call, so a fresh output can never share its
+        # memory. Recent inputs are kept too (up to KEEP_INPUTS_BYTES): later inputs never reuse
+        # their addresses, so a pointer-keyed cache misses during verification and is caught,
+        # deterministically, by the probe's refilled buffers.
         self.earlier = [out]
-        self.earlier_inputs = inputs if guard.exact else None
+        self.earlier_inputs.append(inputs)
+        while sum(input_bytes(i) for i in self.earlier_inputs) > KEEP_INPUTS_BYTES:
+            self.earlier_inputs.pop(0)
         meta, payload = channel.tensor_to_wire(out)
         return {"ok": True, "tensor": meta, "candidate_s": seconds}, payload
 
