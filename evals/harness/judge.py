@@ -90,7 +90,9 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
         if target.device == "cuda":
             torch.cuda.reset_peak_memory_stats()
         try:
-            reference, baseline = _expected(target, scenario, input_seed)
+            reference, baseline = _expected(
+                target, scenario, target.make_inputs(scenario, input_seed)
+            )
         except Exception as exc:  # the harness's own side failed: say so, do not blame the kernel
             reason = f"reference or baseline failed: {type(exc).__name__}: {exc}"
             return Failure(Code.HARNESS_ERROR, reason)
@@ -130,8 +132,7 @@ def _check_against(
     failure = check_meta(out, spec)
     if failure is not None:
         return failure
-    reference = target.reference(scenario, inputs)
-    baseline = target.upstream(target.accuracy.baseline).prepare(inputs)()
+    reference, baseline = _expected(target, scenario, inputs)
     dtype = str(spec.dtype).removeprefix("torch.")
     return check_values(
         out, reference=reference, baseline=baseline, rule=target.accuracy, dtype=dtype
@@ -179,9 +180,10 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
     return None
 
 
-def _expected(target: Target, scenario: Scenario, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _expected(
+    target: Target, scenario: Scenario, inputs: Inputs
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The float64 reference and the accuracy baseline's output, computed in this process."""
-    inputs = target.make_inputs(scenario, seed)
     reference = target.reference(scenario, inputs)
     baseline = target.upstream(target.accuracy.baseline).prepare(inputs)()
     return reference, baseline
