@@ -116,8 +116,11 @@ def evaluate(settings: RunSettings, progress: Progress | None = None) -> Verdict
     verdict.seed = secrets.randbits(62) if use_secret else settings.seed
     rejected = _static_checks(target, settings, None, verdict)
     if settings.command == "score":
-        rejected = rejected or verify_install(hash_file())
-        verdict.flags.append(f"install check: {hash_file() or 'no hash list here'}")
+        hashes = hash_file()
+        tampered = verify_install(hashes)
+        rejected = rejected or tampered
+        outcome = tampered.reason if tampered else "passed" if hashes else "no hash list here"
+        verdict.flags.append(f"install check: {outcome}")
     with tempfile.TemporaryDirectory(prefix="kernelseek-build-") as private_cache:
         built = None if rejected else _build(target, settings, Path(private_cache))
         _finish(verdict, target, settings, suite, built, rejected, progress)
