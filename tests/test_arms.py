@@ -1,10 +1,19 @@
-"""The KERNELSEEK arms end to end on cpu_attention with scripted mockllm outputs."""
+"""The KERNELSEEK arms end to end on cpu_attention with scripted mockllm outputs.
+
+Every arm's eval runs two epochs (``--epochs 2``) and each epoch's sample must show the arm's
+defining behaviour. The scripted model replays its script from the start in every sample, so the
+epochs can run side by side (one harness run per core) and still see the same outputs.
+"""
+
+from types import SimpleNamespace
 
 import pytest
 from inspect_ai import eval as inspect_eval
+from inspect_ai.log import transcript
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from evals.bench import TaskSettings, kernel_task
+from evals.bench.agent import sample_seed
 from evals.bench.arms import kernelseek_bank, kernelseek_model
 from evals.bench.director import question_rule_broken
 from tests.helpers import CPU_KERNELS, ROOT, START_CPU
@@ -12,6 +21,7 @@ from tests.helpers import CPU_KERNELS, ROOT, START_CPU
 SMOKE = dict(target="cpu_attention", suite="smoke", score_suite="smoke", upstream="sdpa",
              sandbox="local")
 USAGE = ModelUsage(input_tokens=10, output_tokens=10, total_tokens=20)
+EPOCHS = 2
 
 
 def _tool(tool, **args):
@@ -30,17 +40,43 @@ def _cp(path):
     return _tool("bash", command=f"cp {path} kernel.cpp")
 
 
+def _scripted(outputs):
+    """A mockllm model that replays ``outputs`` from the start in each sample (epoch).
+
+    The sample is told apart by its transcript (``inspect_ai.log.transcript()``, one per
+    sample), so concurrent epochs each get the whole script in order.
+    """
+    steps = {}
+
+    def replay(input, tools, tool_choice, config):
+        sample = transcript()  # the key keeps it alive, so no later sample reuses its id
+        step = steps.get(sample, 0)
+        steps[sample] = step + 1
+        if step >= len(outputs):
+            raise ValueError(f"the script has only {len(outputs)} outputs")
+        return outputs[step].model_copy(deep=True)
+
+    return get_model("mockllm/model", custom_outputs=replay)
+
+
 def _eval(solver, outputs, tmp_path):
     task = kernel_task(TaskSettings(**SMOKE), version=1, root=ROOT, solver=solver)
-    model = get_model("mockllm/model", custom_outputs=outputs)
-    [log] = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none")
+    # Both epochs at once: each harness run takes one core, so the second epoch adds ~half a run.
+    [log] = inspect_eval(task, model=_scripted(outputs), epochs=EPOCHS, max_samples=EPOCHS,
+                         log_dir=str(tmp_path), display="none")
     assert log.status == "success"
+    assert sorted(s.epoch for s in log.samples) == list(range(1, EPOCHS + 1))
     return log
 
 
-def _questions(log):
-    return [m.metadata["kernelseek"] for m in log.samples[0].messages
+def _questions(sample):
+    return [m.metadata["kernelseek"] for m in sample.messages
             if m.role == "user" and m.metadata and "kernelseek" in m.metadata]
+
+
+def _info(sample, key):
+    return [e.data[key] for e in sample.events
+            if e.event == "info" and isinstance(e.data, dict) and key in e.data]
 
 
 def test_bank_arm_asks_at_a_limit_claim_a_suspicious_gain_and_a_stall(tmp_path):
@@ -52,32 +88,31 @@ def test_bank_arm_asks_at_a_limit_claim_a_suspicious_gain_and_a_stall(tmp_path):
         _tool("submit"),
     ]
     log = _eval(kernelseek_bank(stall_bench_calls=1), outputs, tmp_path)
-    asked = _questions(log)
-    assert [q["trigger"] for q in asked] == ["limit_claim", "suspicious_gain", "stall"]
-    assert {q["source"] for q in asked} == {"bank"}
-    assert len({q["bank_id"] for q in asked}) == 3  # never repeated
-    assert asked[0]["state"]["claim"] and "hardware limit" in asked[0]["state"]["claim"]
-    points = [e.data["decision_point"]["trigger"] for e in log.samples[0].events
-              if e.event == "info" and isinstance(e.data, dict) and "decision_point" in e.data]
-    assert points == ["limit_claim", "suspicious_gain", "stall"]
+    for sample in log.samples:
+        asked = _questions(sample)
+        assert [q["trigger"] for q in asked] == ["limit_claim", "suspicious_gain", "stall"]
+        assert {q["source"] for q in asked} == {"bank"}
+        assert len({q["bank_id"] for q in asked}) == 3  # never repeated
+        assert asked[0]["state"]["claim"] and "hardware limit" in asked[0]["state"]["claim"]
+        points = [p["trigger"] for p in _info(sample, "decision_point")]
+        assert points == ["limit_claim", "suspicious_gain", "stall"]
 
 
 def test_model_arm_uses_the_questioner_and_replaces_a_rule_breaking_question(tmp_path):
     good = "Is the time going into loading K and V or into the exponentials? Time each part."
-    questioner = get_model("mockllm/model", custom_outputs=[_text(good),
-                                                            _text("Use blocking to fix it.")])
+    questioner = _scripted([_text(good), _text("Use blocking to fix it.")])
     outputs = [
         _text("This is already optimal."),                         # limit claim -> model asks
         _cp(CPU_KERNELS / "wrong.cpp"), _tool("submit"),           # failed claim -> rejected
         _cp(START_CPU), _tool("submit"),
     ]
     log = _eval(kernelseek_model(questioner=questioner), outputs, tmp_path)
-    asked = _questions(log)
-    assert [(q["trigger"], q["source"]) for q in asked] == [("limit_claim", "model"),
-                                                            ("failed_claim", "bank")]
-    assert "no question mark" in asked[1]["note"]
-    texts = [m.text for m in log.samples[0].messages if m.role == "user"]
-    assert good in texts
+    for sample in log.samples:
+        asked = _questions(sample)
+        assert [(q["trigger"], q["source"]) for q in asked] == [("limit_claim", "model"),
+                                                                ("failed_claim", "bank")]
+        assert "no question mark" in asked[1]["note"]
+        assert good in [m.text for m in sample.messages if m.role == "user"]
 
 
 @pytest.mark.parametrize(("text", "reason"), [
@@ -99,13 +134,12 @@ def test_scripted_arm_advances_through_its_stages(tmp_path):
         _tool("submit"),
     ]
     log = _eval(scripted(), outputs, tmp_path)
-    stages = [e.data["recipe_stage"] for e in log.samples[0].events
-              if e.event == "info" and isinstance(e.data, dict) and "recipe_stage" in e.data]
-    assert [(s["stage"], s["reason"]) for s in stages] == [
-        ("measure", "start"), ("cache_blocking", "new_best"), ("vectorise", "new_best")]
-    prompts = [m.metadata["kernelseek"]["stage"] for m in log.samples[0].messages
-               if m.role == "user" and m.metadata and "kernelseek" in m.metadata]
-    assert prompts == ["measure", "cache_blocking", "vectorise"]
+    for sample in log.samples:
+        stages = _info(sample, "recipe_stage")
+        assert [(s["stage"], s["reason"]) for s in stages] == [
+            ("measure", "start"), ("cache_blocking", "new_best"), ("vectorise", "new_best")]
+        prompts = [q["stage"] for q in _questions(sample)]
+        assert prompts == ["measure", "cache_blocking", "vectorise"]
     for target in ("cpu_attention", "fa3_hopper"):
         assert load_recipe(RECIPES / f"{target}.yaml").target == target
 
@@ -118,13 +152,20 @@ def test_open_ended_arm_grows_an_archive_and_keeps_the_best(tmp_path):
     outputs = [_text(f"Here:\n```cpp\n{fast}```"), _text(f"```cpp\n{wrong}```"),
                _text("I would rather not.")]
     log = _eval(open_ended(evaluations=4), outputs, tmp_path)
-    steps = [e.data["archive"] for e in log.samples[0].events
-             if e.event == "info" and isinstance(e.data, dict) and "archive" in e.data]
-    assert [s["kept"] for s in steps] == [True, False, False]
-    assert [s["size"] for s in steps] == [2, 2, 2]
-    assert {s["best"] for s in steps} == {"k1"}  # the faster kernel stays the best
-    score = log.samples[0].scores["kernel_speedup"]
-    assert score.value["correct"] == 1 and score.value["speedup"] > 0.15
+    seeds = {}
+    for sample in log.samples:
+        steps = _info(sample, "archive")
+        assert [s["kept"] for s in steps] == [True, False, False]
+        assert [s["size"] for s in steps] == [2, 2, 2]
+        assert {s["best"] for s in steps} == {"k1"}  # the faster kernel stays the best
+        score = sample.scores["kernel_speedup"]
+        assert score.value["correct"] == 1 and score.value["speedup"] > 0.15
+        [resolved] = _info(sample, "solver_settings")
+        seeds[sample.epoch] = resolved["seed"]
+    # each epoch draws from its own seed: the sample id and the epoch
+    assert seeds == {e: sample_seed(SimpleNamespace(sample_id="cpu_attention", epoch=e))
+                     for e in range(1, EPOCHS + 1)}
+    assert len(set(seeds.values())) == EPOCHS
 
 
 def test_autonomous_arm_uses_profile_and_lessons(tmp_path):
@@ -139,14 +180,15 @@ def test_autonomous_arm_uses_profile_and_lessons(tmp_path):
         _tool("submit"),
     ]
     log = _eval(autonomous(), outputs, tmp_path)
-    tool_out = {}
-    for m in log.samples[0].messages:
-        if m.role == "tool":
-            tool_out.setdefault(m.function, []).append(m.text)
-    assert "(no lessons yet)" in tool_out["lessons_read"][0]
-    assert "GFLOP/s" in tool_out["profile"][0] or "TFLOP/s" in tool_out["profile"][0]
-    assert "d=128 rows" in tool_out["lessons_read"][1]
-    assert "reference_attention.py" in tool_out["bash"][0]
+    for sample in log.samples:
+        tool_out = {}
+        for m in sample.messages:
+            if m.role == "tool":
+                tool_out.setdefault(m.function, []).append(m.text)
+        assert "(no lessons yet)" in tool_out["lessons_read"][0]  # each epoch starts afresh
+        assert "GFLOP/s" in tool_out["profile"][0] or "TFLOP/s" in tool_out["profile"][0]
+        assert "d=128 rows" in tool_out["lessons_read"][1]
+        assert "reference_attention.py" in tool_out["bash"][0]
 
 
 def test_human_arm_continues_cleanly_when_no_one_is_attached(tmp_path):
@@ -154,11 +196,12 @@ def test_human_arm_continues_cleanly_when_no_one_is_attached(tmp_path):
 
     outputs = [_text("We are near the theoretical peak."), _tool("submit")]
     log = _eval(kernelseek(wait_s=2), outputs, tmp_path)
-    notes = [e.data["human_questioner"] for e in log.samples[0].events
-             if e.event == "info" and isinstance(e.data, dict) and "human_questioner" in e.data]
-    assert notes and "without --acp-server" in notes[0] and notes[0].endswith("continuing")
-    assert not _questions(log)
-    assert log.samples[0].scores["kernel_speedup"].value["correct"] == 1
+    for sample in log.samples:
+        notes = _info(sample, "human_questioner")
+        assert notes and "without --acp-server" in notes[0] and notes[0].endswith("continuing")
+        assert [p["trigger"] for p in _info(sample, "decision_point")] == ["limit_claim"]
+        assert not _questions(sample)
+        assert sample.scores["kernel_speedup"].value["correct"] == 1
 
 
 def test_sample_seed_differs_by_epoch_and_repeats_across_processes():
