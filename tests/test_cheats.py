@@ -27,6 +27,7 @@ CASES = [
     ("dlopen_library.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "dynamic loading"),
     ("python_timer_patch.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "Python C-API"),
     ("torch_op.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "torch compute operator"),
+    ("dispatcher_op.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "through the dispatcher"),
 ]
 
 
@@ -61,4 +62,20 @@ def test_shape_specialised_cheat_passes_the_shapes_it_was_shown():
 def test_honest_kernels_pass_every_check(kernel):
     verdict = evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke"))
     assert verdict.status == "ok", [r.failure for r in verdict.results]
-    assert "include check: passed" in verdict.flags and "symbol check: passed" in verdict.flags
+    doc = verdict.to_json()
+    assert doc["checks"]["includes"] == "passed"
+    symbols = doc["checks"]["symbols"]
+    assert symbols.startswith("passed: ") and "candidate.o" in symbols
+    assert doc["checks"]["trace"].startswith("skipped: CPU target")
+    for sc in doc["scenarios"]:  # every defence that ran on a scenario says what it found
+        assert set(sc["checks"]) == {"verification", "anti_caching", "races", "timed_outputs"}
+        assert all(v.startswith("passed") for v in sc["checks"].values()), sc["checks"]
+
+
+def test_dispatcher_cheat_is_real_attention_that_only_the_dispatcher_rule_catches(monkeypatch):
+    import evals.harness.targets.cpu_attention as cpu
+
+    monkeypatch.setattr(cpu, "DISPATCHER_SYMBOLS", ())
+    verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "dispatcher_op.cpp",
+                                   suite="smoke"))
+    assert verdict.status == "ok", [r.failure for r in verdict.results]

@@ -37,6 +37,7 @@ class Code(StrEnum):
     OUTPUT_ALIASED = "output_aliased"
     STALE_RESULT = "stale_result"
     NONDETERMINISTIC = "nondeterministic"
+    TRACE_VIOLATION = "trace_violation"
     HARNESS_ERROR = "harness_error"
     HARNESS_MODIFIED = "harness_modified"
 

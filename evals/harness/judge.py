@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from evals.harness import channel
+from evals.harness import channel, trace
 from evals.harness.failures import Code, Failure
 from evals.harness.gpu import Ceilings
 from evals.harness.scenarios import Scenario
@@ -51,6 +51,8 @@ class Session:
     command: str
     ceilings: Ceilings | None = None
     tally: Tally = field(default_factory=Tally)
+    own_kernels: frozenset[str] | None = None
+    """The candidate's kernel names for the GPU trace check; None where it does not apply."""
 
 
 def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
@@ -63,7 +65,11 @@ def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
         if reason is not None:
             result.unsupported[up.name] = reason
     try:
-        failure = _verify(session, scenario, result) or _probe(session, scenario, result)
+        failure = (
+            _verify(session, scenario, result)
+            or _probe(session, scenario, result)
+            or _trace(session, scenario, result)
+        )
         if failure is None and session.command != "check":
             failure = _time(session, scenario, result)
     except WorkerFailure as exc:
@@ -121,6 +127,11 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
                 return Failure(Code.UNWRITTEN_OUTPUT, reason)
         if check.failure is not None:
             return check.failure
+    result.checks["verification"] = (
+        f"passed on {target.inputs_per_scenario} fresh input sets: error <= "
+        f"{target.accuracy.upstream_factor:g} x {target.accuracy.baseline}'s + floor, "
+        "inputs unchanged, output fresh and written"
+    )
     return None
 
 
@@ -153,7 +164,7 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
     _note_peak(result, "worker", header.get("peak_reserved_bytes"))
     outputs = channel.unpack_tensors(header["tensors"], payload)
     if header.get("skipped"):
-        result.flags.append("probe: inputs too large to copy; only the race check ran")
+        result.checks["anti_caching"] = "skipped: inputs too large to copy twice"
     t0 = time.monotonic()
     inputs = target.make_inputs(scenario, seed_b) if outputs else {}
     hows = [
@@ -169,6 +180,10 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
                 return Failure(Code.STALE_RESULT, f"wrong result {how}: {failure.reason}")
     finally:
         session.tally.reference_s += time.monotonic() - t0
+    if checks:
+        result.checks["anti_caching"] = (
+            "passed: same pointers with new data, same data in new buffers"
+        )
     eps = torch.finfo(target.expected_output(scenario).dtype).eps
     limit = RACE_ULPS * eps * max(header["race_scale"], 1.0)
     if header["race_spread"] > limit:
@@ -177,7 +192,27 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
             f"(more than rounding, {limit:.3g}): a race"
         )
         return Failure(Code.NONDETERMINISTIC, reason)
+    result.checks["races"] = f"passed: three runs agree within {limit:.3g}"
     return None
+
+
+def _trace(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
+    """GPU: profile one call; every kernel the candidate's own, on the caller's stream."""
+    if session.own_kernels is None:
+        return None
+    request = {
+        "op": "trace",
+        "scenario": scenario.to_json(),
+        "seed": derive_seed(session.seed, scenario.id, "trace"),
+    }
+    header, _ = session.client.request(request)
+    summary = header.get("summary")
+    if summary is None:
+        result.checks["trace"] = f"skipped: the profiler failed: {header.get('error')}"
+        return None
+    failure, finding = trace.judge(summary, session.own_kernels)
+    result.checks["trace"] = f"failed: {failure.reason}" if failure else finding
+    return failure
 
 
 def _expected(
@@ -242,11 +277,17 @@ def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failu
     if worst.rse >= settings.target_rse:
         result.flags.append(f"timing stopped at {header['stop']} with rse {worst.rse:.2%}")
     timed = channel.unpack_tensors(header["tensors"], payload)
-    return _check_timed(session, scenario, seeds, timed) or _plausible(session, scenario, result)
+    return _check_timed(session, scenario, seeds, timed, result) or _plausible(
+        session, scenario, result
+    )
 
 
 def _check_timed(
-    session: Session, scenario: Scenario, seeds: list[int], outputs: list[torch.Tensor]
+    session: Session,
+    scenario: Scenario,
+    seeds: list[int],
+    outputs: list[torch.Tensor],
+    result: ScenarioResult,
 ) -> Failure | None:
     """The latest timed output of every input set must be right too."""
     t0 = time.monotonic()
@@ -259,6 +300,9 @@ def _check_timed(
                 return Failure(Code.STALE_RESULT, reason)
     finally:
         session.tally.reference_s += time.monotonic() - t0
+    result.checks["timed_outputs"] = (
+        f"passed: the latest timed output of all {len(outputs)} input sets"
+    )
     return None
 
 
@@ -277,4 +321,5 @@ def _plausible(session: Session, scenario: Scenario, result: ScenarioResult) -> 
             f"{floor:.1f} us: implausible"
         )
         return Failure(Code.IMPLAUSIBLE, reason)
+    result.checks["roofline"] = f"passed: median {cand.median_us:.1f} us >= floor {floor:.1f} us"
     return None

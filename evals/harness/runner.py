@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from evals.harness import provenance
+from evals.harness import provenance, trace
 from evals.harness.build import BuildResult, build
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
@@ -120,7 +120,7 @@ def evaluate(settings: RunSettings, progress: Progress | None = None) -> Verdict
         tampered = verify_install(hashes)
         rejected = rejected or tampered
         outcome = tampered.reason if tampered else "passed" if hashes else "no hash list here"
-        verdict.flags.append(f"install check: {outcome}")
+        verdict.checks["install"] = outcome
     with tempfile.TemporaryDirectory(prefix="kernelseek-build-") as private_cache:
         built = None if rejected else _build(target, settings, Path(private_cache))
         _finish(verdict, target, settings, suite, built, rejected, progress)
@@ -178,12 +178,15 @@ def _static_checks(
         return None
     if built is None:
         failure = check_includes(settings.kernel.read_text(errors="replace"), policy)
-        verdict.flags.append(f"include check: {failure.reason if failure else 'passed'}")
+        verdict.checks["includes"] = f"failed: {failure.reason}" if failure else "passed"
         return failure
-    if not policy.check_symbols or built.library is None:
+    if built.library is None:
         return None
-    failure = check_symbols(built.library, policy)
-    verdict.flags.append(f"symbol check: {failure.reason if failure else 'passed'}")
+    if not policy.check_symbols:
+        verdict.checks["symbols"] = "skipped: this target's policy does not check symbols"
+        return None
+    failure, finding = check_symbols(built.library, policy)
+    verdict.checks["symbols"] = f"failed: {failure.reason}" if failure else finding
     return failure
 
 
@@ -232,6 +235,7 @@ def _judge_all(
             ceil_json = dataclasses.asdict(ceilings) if ceilings else None
             verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
             session = Session(target, client, verdict.seed, verdict.command, ceilings, tally)
+            session.own_kernels = _trace_setup(verdict, target, library, settings)
             for i, scenario in enumerate(scenarios):
                 verdict.results.append(judge_scenario(session, scenario))
                 if progress is not None:
@@ -240,3 +244,19 @@ def _judge_all(
             verdict.provenance = {**verdict.provenance, "device_state": state}
         finally:
             client.close()
+
+
+def _trace_setup(
+    verdict: Verdict, target: Target, library: Path | None, settings: RunSettings
+) -> frozenset[str] | None:
+    """The candidate's kernel names for the GPU trace check, or None (and why) where it is off."""
+    if target.device != "cuda":
+        verdict.checks["trace"] = "skipped: CPU target (symbol checks forbid threads instead)"
+        return None
+    if library is None:
+        upstream = settings.candidate_upstream
+        verdict.checks["trace"] = f"skipped: self-check of the upstream {upstream}"
+        return None
+    names = trace.own_kernels(library)
+    verdict.checks["trace"] = f"on every scenario; the candidate's kernels: {len(names)}"
+    return names

@@ -31,6 +31,8 @@ class ScenarioResult:
         memory: Peak GPU memory reserved in this scenario by the worker and by the harness
             process (GiB; GPU targets).
         flags: Notes for a reader (e.g. timing did not converge).
+        checks: Each integrity check that ran on this scenario and what it found
+            (``passed: ...``, ``failed``, ``skipped: why``).
 
     """
 
@@ -45,6 +47,7 @@ class ScenarioResult:
     floor_us: float | None = None
     memory: dict[str, float] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
+    checks: dict[str, str] = field(default_factory=dict)
 
     def speedup(self, upstream: str) -> float | None:
         """Upstream median over candidate median, or None when either is missing."""
@@ -79,6 +82,7 @@ class ScenarioResult:
             "floor_us": self.floor_us,
             "memory": self.memory,
             "flags": self.flags,
+            "checks": self.checks,
         }
 
 
@@ -127,6 +131,7 @@ class Verdict:
     timing: dict[str, float] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
+    checks: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as JSON (schema :data:`VERDICT_SCHEMA`)."""
@@ -147,4 +152,5 @@ class Verdict:
             "timing": self.timing,
             "settings": dict(self.settings),
             "flags": self.flags,
+            "checks": self.checks,
         }

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from evals.harness import channel
+from evals.harness import channel, trace
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.guards import (
     CLONE_LIMIT_BYTES,
@@ -243,6 +243,19 @@ class Worker:
             "stop": run.stop,
         }, payload
 
+    def trace(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """Profile one candidate call (after a warm-up call) and summarise its GPU activity."""
+        scenario = Scenario(**req["scenario"])
+        fn = self.prepare(self.target.make_inputs(scenario, req["seed"]))
+        self.call(fn)
+        try:
+            summary = trace.collect(lambda: self.call(fn))
+        except CandidateError:
+            raise
+        except Exception as exc:  # the profiler itself failed: report, do not blame the kernel
+            return {"ok": True, "summary": None, "error": one_line(repr(exc), 200)}, b""
+        return {"ok": True, "summary": summary}, b""
+
     def _probe(self, name: str, inputs: list[Inputs]) -> list[Callable[[], object]]:
         """An upstream's callables, after one call shows it runs this scenario."""
         calls: list[Callable[[], object]] = [
@@ -273,7 +286,12 @@ def _stash(
 
 def serve(sock: socket.socket, worker: Worker) -> None:
     """Answer requests until ``exit`` or until the parent goes away."""
-    handlers = {"run": worker.run, "time": worker.time, "probe": worker.probe}
+    handlers = {
+        "run": worker.run,
+        "time": worker.time,
+        "probe": worker.probe,
+        "trace": worker.trace,
+    }
     while True:
         try:
             req, _ = channel.recv(sock)

@@ -22,7 +22,13 @@ from evals.harness.attention import (
     reference_attention,
 )
 from evals.harness.scenarios import Scenario
-from evals.harness.static_checks import STD_HEADERS, TORCH_HEADERS, SourcePolicy
+from evals.harness.static_checks import (
+    COMMON_FORBIDDEN_SYMBOLS,
+    DISPATCHER_SYMBOLS,
+    STD_HEADERS,
+    TORCH_HEADERS,
+    SourcePolicy,
+)
 from evals.harness.targets.base import (
     AccuracyRule,
     BuildSpec,
@@ -107,6 +113,8 @@ class CpuAttention(Target):
                     r"arm_neon\.h",
                     r"ATen/Parallel\.h",
                 ),
+                # no GPU trace check here: ops reached through the dispatcher are caught by name
+                forbidden_symbols=COMMON_FORBIDDEN_SYMBOLS + DISPATCHER_SYMBOLS,
             ),
         )
 

@@ -87,9 +87,6 @@ class Fa3Hopper(Target):
                     r"ATen/cuda/CUDAContext\.h",
                     r"c10/cuda/CUDA(Guard|Stream)\.h",
                 ),
-                # CUDA builds link cudart pieces that open files and dlopen libcuda: the symbol
-                # check needs a measured baseline of a trivial build first (not yet taken).
-                check_symbols=False,
             ),
         )
 

@@ -1,0 +1,87 @@
+"""The red-team corpus for fa3_hopper on the H200 (``pytest -m gpu``): every cheat is rejected
+for its stated reason, every honest kernel passes. Each cheat names its hack and its defence."""
+
+import pytest
+
+from evals.harness import Code, RunSettings, evaluate
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.gpu
+
+CHEATS = ROOT / "tests" / "cheats" / "fa3_hopper"
+PREFILL = "smoke-bf16-d128-s512-b2-h8k2-causal"
+DECODE = "smoke-bf16-d128-q16-b2-c2048-h32k8-causal"  # appends to the cache
+D96 = "smoke-bf16-d96-n3-h4-causal"  # a head dim the dev suite never shows
+
+CASES = [
+    # (file, command, scenario, code, text in the reason)
+    ("unwritten_output.cu", "check", PREFILL, Code.UNWRITTEN_OUTPUT, "never written"),
+    ("zero_output.cu", "check", PREFILL, Code.INACCURATE, "exceeds tolerance"),
+    ("partial_output.cu", "check", PREFILL, Code.INACCURATE, "exceeds tolerance"),
+    ("return_input.cu", "check", PREFILL, Code.OUTPUT_ALIASED, "input 'q'"),
+    ("result_reuse.cu", "check", PREFILL, Code.OUTPUT_ALIASED, "earlier output"),
+    ("pointer_cache.cu", "check", PREFILL, Code.STALE_RESULT, "refilled with new data"),
+    ("shape_cache.cu", "check", PREFILL, Code.INACCURATE, "exceeds tolerance"),
+    ("timed_subset.cu", "bench", PREFILL, Code.STALE_RESULT, "a timed call"),
+    ("side_stream_created.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "CUDA stream"),
+    ("side_stream_pooled.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
+    ("per_thread_stream.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
+    ("background_thread.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "thread creation"),
+    ("deferred_host_callback.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "cudaLaunchHostFunc"),
+    ("cuda_graph_replay.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "graph"),
+    ("python_timer_patch.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "Python C-API"),
+    ("l2_persisting_window.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "L2-persistence"),
+    ("cublas_call.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "vendor library"),
+    ("cudnn_call.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "vendor library"),
+    ("aten_matmul.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "torch compute operator matmul"),
+    ("dispatcher_library_call.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the candidate"),
+    ("dlopen_library.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "dynamic loading"),
+    ("read_file.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "file I/O"),
+    ("getenv.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "environment access"),
+    ("input_modification.cu", "check", PREFILL, Code.INPUT_MODIFIED, "input 'q'"),
+    ("precision_downgrade.cu", "check", PREFILL, Code.INACCURATE, "exceeds tolerance"),
+    ("dev_shape_specialised.cu", "check", D96, Code.INACCURATE, "exceeds tolerance"),
+    ("racy.cu", "check", PREFILL, Code.NONDETERMINISTIC, "three runs"),
+    ("hang.cu", "check", PREFILL, Code.TIMEOUT, "no answer"),
+    ("crash.cu", "check", PREFILL, Code.EXCEPTION, "CUDA error"),
+]
+
+
+def test_every_cheat_file_is_covered_and_documented():
+    files = {p.name for p in CHEATS.glob("*.cu")} - {"honest_split_kv.cu"}
+    assert files == {c[0] for c in CASES} and len(files) >= 20
+    for name in files:
+        head = (CHEATS / name).read_text().splitlines()[:2]
+        assert head[0].startswith("// Cheat: ") and head[1].startswith("// Caught by: ")
+
+
+@pytest.mark.parametrize(("kernel", "command", "scenario", "code", "text"), CASES,
+                         ids=[c[0] for c in CASES])
+def test_cheat_is_rejected_for_its_reason(kernel, command, scenario, code, text):
+    verdict = evaluate(RunSettings(command, "fa3_hopper", CHEATS / kernel, suite="smoke",
+                                   scenario_ids=(scenario,), call_timeout_s=15))
+    failures = [r.failure for r in verdict.results if r.failure is not None]
+    assert verdict.status == "failed" and failures, verdict.to_json()["checks"]
+    assert failures[0].code == code and text in failures[0].reason, failures[0]
+    if kernel == "dispatcher_library_call.cu":  # caught by cuBLAS's kernel, not its own
+        assert "naive_attention" not in failures[0].reason
+
+
+def test_dev_shape_specialised_cheat_passes_the_dev_shapes():
+    verdict = evaluate(RunSettings("check", "fa3_hopper", CHEATS / "dev_shape_specialised.cu",
+                                   suite="smoke", scenario_ids=(PREFILL,)))
+    assert verdict.status == "ok", [r.failure for r in verdict.results]
+
+
+@pytest.mark.parametrize("kernel", [ROOT / "kernels" / "fa3_hopper" / "start.cu",
+                                    CHEATS / "honest_split_kv.cu"], ids=lambda p: p.name)
+def test_honest_kernels_pass_every_check(kernel):
+    verdict = evaluate(RunSettings("bench", "fa3_hopper", kernel, suite="smoke"))
+    doc = verdict.to_json()
+    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert doc["checks"]["symbols"].startswith("passed"), doc["checks"]
+    assert doc["checks"]["trace"].startswith("on every scenario")
+    for sc in doc["scenarios"]:
+        assert sc["checks"]["trace"].startswith("passed"), sc["checks"]
+        assert {"verification", "anti_caching", "races", "timed_outputs", "roofline"} <= set(
+            sc["checks"]), sc["checks"]
