@@ -124,3 +124,24 @@ def test_registered_names_cover_every_arm():
     # every task file registers the bare names through the same call
     for task_file in ROOT.glob("tasks/*/*.py"):
         assert "register_unqualified(__name__)" in task_file.read_text()
+
+
+@pytest.mark.parametrize("task_dir", ["tasks/fa3_hopper", "tasks/cpu_attention"])
+def test_every_arm_resolves_bare_and_qualified_on_every_task(tmp_path, monkeypatch, task_dir):
+    # run_samples=False resolves the task and solver (as `inspect eval --solver NAME` does)
+    # without running a sample, so the GPU task needs no GPU here
+    from inspect_ai.solver import SolverSpec
+
+    from evals.bench.registry import SOLVERS
+
+    monkeypatch.chdir(ROOT)  # Inspect loads task files by relative path
+    for name in sorted(SOLVERS):
+        for form in (name, f"evals/{name}"):
+            [log] = inspect_eval(task_dir, solver=SolverSpec(form),
+                                 model="mockllm/model", task_args={"sandbox": "local"},
+                                 run_samples=False, display="none", log_dir=str(tmp_path))
+            assert log.eval.solver == form
+    with pytest.raises(ValueError, match="Unknown solver"):
+        inspect_eval(task_dir, solver=SolverSpec("no_such_arm"),
+                     model="mockllm/model", task_args={"sandbox": "local"}, run_samples=False,
+                     display="none", log_dir=str(tmp_path))

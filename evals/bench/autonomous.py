@@ -21,10 +21,10 @@ from evals.bench.agent import log_settings, run_agent
 from evals.bench.harness_exec import run_harness
 from evals.bench.settings import TaskSettings
 from evals.harness import attention
+from evals.harness.ncu import ncu_command
 
 CONTEXT = Path(__file__).resolve().parent / "context"
 LESSONS = "LESSONS.md"
-NCU_SECTIONS = ["--section", "SpeedOfLight", "--csv", "--page", "details"]
 
 
 def breakdown(verdict: dict[str, Any], upstream: str) -> str:
@@ -77,23 +77,13 @@ async def _ncu(settings: TaskSettings, verdict: dict[str, Any]) -> str:
     if not scen:
         return "ncu: no timed scenario"
     slowest = max(scen, key=lambda s: s["times_us"]["candidate"]["median_us"])
-    cmd = [
-        "ncu",
-        *NCU_SECTIONS,
-        "--target-processes",
-        "all",
-        *settings.harness_command(),
-        "check",
-        "--target",
-        settings.target,
-        "--kernel",
-        settings.kernel_file,
-        "--suite",
-        settings.suite,
-        "--scenario",
-        slowest["id"],
-        "--quiet",
-    ]
+    cmd = ncu_command(
+        settings.harness_command(),
+        target=settings.target,
+        kernel=settings.kernel_file,
+        suite=settings.suite,
+        scenario=slowest["id"],
+    )
     try:
         result = await sandbox().exec(cmd, timeout=settings.check_timeout)
     except Exception as exc:
