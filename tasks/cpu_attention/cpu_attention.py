@@ -16,7 +16,7 @@ from inspect_ai import Task, task
 from evals.bench import TaskSettings, kernel_task
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 1
+TASK_VERSION = 2  # 2: symbols read from the candidate's objects; dispatcher lookups forbidden
 TARGET = "cpu_attention"
 ROOT = Path(__file__).resolve().parents[2]
 
