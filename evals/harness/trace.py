@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from evals.harness.failures import Code, Failure
+from evals.harness.failures import Code, Failure, one_line
+from evals.harness.static_checks import candidate_objects
 
 CALL_RANGE = "kernelseek_candidate_call"
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -106,7 +107,8 @@ def judge(summary: dict[str, Any], own_kernels: frozenset[str]) -> tuple[Failure
     for act in summary["activities"]:
         if act["marker"]:
             continue
-        what = f"{act['cat']} {short(act['name'])}"
+        name = one_line(act["name"], 120)
+        what = f"{act['cat']} {name}"
         if act["launch_tid"] != tid or not act["in_call"]:
             where = "another thread" if act["launch_tid"] != tid else "outside the call"
             reason = f"{what} was launched from {where} (background or deferred work)"
@@ -118,18 +120,13 @@ def judge(summary: dict[str, Any], own_kernels: frozenset[str]) -> tuple[Failure
             kernels += 1
             own = base_name(act["name"]) in own_kernels
             if not own and not ALLOWED_TORCH_KERNELS.search(act["name"]):
-                reason = f"launched a kernel that is not the candidate's own: {short(act['name'])}"
+                reason = f"launched a kernel that is not the candidate's own: {name}"
                 return Failure(Code.TRACE_VIOLATION, reason), "failed"
     if kernels == 0:
         reason = "the call launched no GPU kernel (work done elsewhere, or nothing computed)"
         return Failure(Code.TRACE_VIOLATION, reason), "failed"
     finding = f"passed: {kernels} kernel(s), all the candidate's own, on the caller's stream"
     return None, finding
-
-
-def short(name: str, limit: int = 120) -> str:
-    """``name`` cut to ``limit`` characters."""
-    return name if len(name) <= limit else name[: limit - 3] + "..."
 
 
 def base_name(demangled: str) -> str:
@@ -173,7 +170,7 @@ def own_kernels(library: Path) -> frozenset[str]:
     C++ function, so listed demangled); the kernel names are demangled with ``c++filt``.
     """
     mangled = []
-    for obj in sorted(library.parent.glob("*.o")):
+    for obj in candidate_objects(library):
         out = subprocess.run(
             ["nm", "-C", "--defined-only", str(obj)],
             capture_output=True,
