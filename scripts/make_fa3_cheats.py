@@ -1,0 +1,445 @@
+"""Write the fa3_hopper red-team corpus, ``tests/cheats/fa3_hopper/*.cu``.
+
+Every cheat is a standalone candidate (the contract allows one file, no local includes), so
+each file repeats the same plain, correct attention (``fa3_cheats/plain_attention.cu.txt``);
+this script keeps that block, the includes and the registration in one place. Each cheat adds
+its entry points (and any helper) after the block::
+
+    python scripts/make_fa3_cheats.py           # rewrite the corpus
+    python scripts/make_fa3_cheats.py --check   # exit 1 if a committed file differs
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "fa3_cheats"
+OUT = ROOT / "tests" / "cheats" / "fa3_hopper"
+PLAIN = (DATA / "plain_attention.cu.txt").read_text()
+HONEST_TAIL = (DATA / "honest_split_kv_tail.cu.txt").read_text()
+INCLUDES = """#include <ATen/core/Tensor.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+"""
+DSIG = (
+    "at::Tensor dense(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, "
+    "const opt& cu_q,\n"
+    "                 const opt& cu_k, int64_t max_q, int64_t max_k, const opt& qd, "
+    "const opt& kd,\n"
+    "                 const opt& vd, bool causal, double scale)"
+)
+KSIG = (
+    "at::Tensor kvcache(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc,\n"
+    "                   const at::Tensor& lens, const opt& kn, const opt& vn, const opt& qd,\n"
+    "                   const opt& kd, const opt& vd, bool causal, double scale)"
+)
+DARGS = "q, k, v, cu_q, cu_k, max_q, max_k, qd, kd, vd, causal, scale"
+KARGS = "q, kc, vc, lens, kn, vn, qd, kd, vd, causal, scale"
+REG = """
+TORCH_LIBRARY(kernelseek, m) {
+  m.def("flash_forward(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, "
+        "int max_seqlen_q, int max_seqlen_k, Tensor? q_descale, Tensor? k_descale, "
+        "Tensor? v_descale, bool causal, float softmax_scale) -> Tensor");
+  m.def("flash_forward_kvcache(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, "
+        "Tensor cache_seqlens, Tensor? k_new, Tensor? v_new, Tensor? q_descale, "
+        "Tensor? k_descale, Tensor? v_descale, bool causal, float softmax_scale) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(kernelseek, CUDA, m) {
+  m.impl("flash_forward", TORCH_FN(dense));
+  m.impl("flash_forward_kvcache", TORCH_FN(kvcache));
+}
+"""
+HONEST_HEAD = (
+    "// Honest (must pass): split-KV attention in two launches with an fp32 workspace and q\n"
+    "// staged in shared memory; tricky but within the contract.\n"
+)
+
+
+def entry_points(dense: str, kvcache: str | None = None, pre: str = "") -> str:
+    """``pre`` (helpers), then the two entry points; kvcache defaults to the plain path."""
+    kv = kvcache or f"  return naive_kvcache({KARGS});"
+    return pre + f"\n{DSIG} {{\n{dense}\n}}\n\n{KSIG} {{\n{kv}\n}}\n"
+
+
+def cheat(name: str, hack: str, caught: str, code: str, includes: str = "") -> tuple[str, str]:
+    """One cheat's file name and text."""
+    text = f"// Cheat: {hack}\n// Caught by: {caught}\n{INCLUDES}{includes}\n{PLAIN}\n{code}{REG}"
+    return f"{name}.cu", text
+
+
+def corpus() -> dict[str, str]:
+    """File name to text, every cheat and the honest split-KV kernel."""
+    files = dict(
+        [
+            cheat(
+                "unwritten_output",
+                "returns a fresh output without computing anything (zero work, as fast as it "
+                "gets).",
+                "NaN poison in fresh allocations, then a finite rerun (UNWRITTEN_OUTPUT).",
+                entry_points(
+                    "  return at::empty(q.sizes(), q.options().dtype(at::kBFloat16));",
+                    "  return at::empty(q.sizes(), q.options().dtype(at::kBFloat16));",
+                ),
+            ),
+            cheat(
+                "zero_output",
+                "returns zeros (a fill instead of attention).",
+                "float64 reference and the accuracy rule (INACCURATE).",
+                entry_points(
+                    "  return at::zeros(q.sizes(), q.options().dtype(at::kBFloat16));",
+                    "  return at::zeros(q.sizes(), q.options().dtype(at::kBFloat16));",
+                ),
+                "#include <ATen/ops/zeros.h>\n",
+            ),
+            cheat(
+                "partial_output",
+                "computes only the first half of the query heads and zero-fills the rest.",
+                "float64 reference and the accuracy rule (INACCURATE).",
+                entry_points(
+                    f"  at::Tensor out = naive_dense({DARGS});\n  const int64_t h = q.size(-2);\n"
+                    "  out.narrow(-2, h / 2, h - h / 2).zero_();\n  return out;"
+                ),
+            ),
+            cheat(
+                "return_input",
+                "returns the query tensor itself as the output.",
+                "the output may share memory with no input (OUTPUT_ALIASED).",
+                entry_points("  return q;", "  return q;"),
+            ),
+            cheat(
+                "result_reuse",
+                "computes into one buffer kept across calls and returns it every time (memory "
+                "holding earlier results).",
+                "the output may share memory with no earlier output, kept alive (OUTPUT_ALIASED).",
+                entry_points(
+                    f"  static at::Tensor keep;\n  at::Tensor out = naive_dense({DARGS});\n"
+                    "  if (!keep.defined() || keep.sizes() != out.sizes()) keep = out;\n"
+                    "  else keep.copy_(out);\n  return keep;"
+                ),
+            ),
+            cheat(
+                "pointer_cache",
+                "caches results by the query's address and returns a copy on a hit.",
+                "probe: an earlier call's buffers refilled with new data must give the new result "
+                "(STALE_RESULT).",
+                entry_points(
+                    f"  static std::map<const void*, at::Tensor> cache;\n  auto hit = "
+                    f"cache.find(q.data_ptr());\n"
+                    "  if (hit != cache.end()) return hit->second.clone();\n"
+                    f"  at::Tensor out = naive_dense({DARGS});\n  cache[q.data_ptr()] = "
+                    f"out.clone();\n  return out;"
+                ),
+                "#include <map>\n",
+            ),
+            cheat(
+                "shape_cache",
+                "caches the first result per shape and returns a copy for every later call of "
+                "that shape.",
+                "several fresh random input sets per scenario (INACCURATE).",
+                entry_points(
+                    f"  static std::map<std::vector<int64_t>, at::Tensor> cache;\n  "
+                    f"std::vector<int64_t> key(q.sizes().begin(), q.sizes().end());\n"
+                    "  auto hit = cache.find(key);\n  if (hit != cache.end()) return "
+                    "hit->second.clone();\n"
+                    f"  at::Tensor out = naive_dense({DARGS});\n  cache[key] = out.clone();\n  "
+                    f"return out;"
+                ),
+                "#include <map>\n#include <vector>\n",
+            ),
+            cheat(
+                "timed_subset",
+                "computes only the first calls of the process; later (timed) calls return a copy "
+                "of the last result.",
+                "the latest timed output of every input set is verified (STALE_RESULT).",
+                entry_points(
+                    f"  static int calls = 0;\n  static at::Tensor last;\n"
+                    f"  if (++calls <= 12 || !last.defined()) {{\n    last = "
+                    f"naive_dense({DARGS});\n    return last;\n  }}\n"
+                    "  return last.clone();"
+                ),
+            ),
+            cheat(
+                "side_stream_created",
+                "launches the work on a stream of its own, so the caller's end event does not "
+                "wait for it.",
+                "symbol check: CUDA stream creation (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    f"  static cudaStream_t side = nullptr;\n  if (!side) "
+                    f"cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);\n"
+                    f"  return naive_dense({DARGS}, side);"
+                ),
+            ),
+            cheat(
+                "side_stream_pooled",
+                "launches the work on a stream from torch's pool (no stream-creation symbol), so "
+                "the caller's end event does not wait for it.",
+                "GPU trace check: every kernel on the caller's stream (TRACE_VIOLATION).",
+                entry_points(f"  return naive_dense({DARGS}, c10::cuda::getStreamFromPool());"),
+                "#include <c10/cuda/CUDAStream.h>\n",
+            ),
+            cheat(
+                "per_thread_stream",
+                "launches the work on the per-thread default stream instead of the caller's "
+                "stream.",
+                "GPU trace check: every kernel on the caller's stream (TRACE_VIOLATION).",
+                entry_points(f"  return naive_dense({DARGS}, cudaStreamPerThread);"),
+            ),
+            cheat(
+                "background_thread",
+                "queues the work from a background thread, after the call has returned.",
+                "symbol check: thread creation (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    "  at::Tensor out = at::empty(q.sizes(), q.options().dtype(at::kBFloat16));\n"
+                    f"  std::thread([=]() mutable {{ out.copy_(naive_dense({DARGS})); "
+                    f"}}).detach();\n  return out;"
+                ),
+            ),
+            cheat(
+                "deferred_host_callback",
+                "defers part of the work to a host callback that runs after the stream reaches it.",
+                "symbol check: CUDA host callbacks (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    f"  at::Tensor out = naive_dense({DARGS});\n"
+                    "  cudaLaunchHostFunc(at::cuda::getCurrentCUDAStream(), [](void*) {}, "
+                    "nullptr);\n  return out;"
+                ),
+            ),
+            cheat(
+                "cuda_graph_replay",
+                "captures the work once into a CUDA graph and replays it (host overhead hidden).",
+                "symbol check: CUDA graphs (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    f"  cudaStream_t s = at::cuda::getCurrentCUDAStream();\n  cudaGraph_t graph;\n"
+                    f"  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);\n  at::Tensor out "
+                    f"= naive_dense({DARGS});\n"
+                    "  cudaStreamEndCapture(s, &graph);\n  cudaGraphExec_t exec;\n  "
+                    "cudaGraphInstantiate(&exec, graph, 0);\n"
+                    "  cudaGraphLaunch(exec, s);\n  return out;"
+                ),
+            ),
+            cheat(
+                "python_timer_patch",
+                "patches torch.cuda.Event.elapsed_time through the Python C-API on its first call.",
+                "symbol check: Python C-API (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    "  static bool done = false;\n  if (!done) done = PyRun_SimpleString(\n"
+                    '      "import torch; torch.cuda.Event.elapsed_time = lambda self, end: '
+                    '0.001") == 0;\n'
+                    f"  return naive_dense({DARGS});",
+                    pre='extern "C" int PyRun_SimpleString(const char*);\n',
+                ),
+            ),
+            cheat(
+                "l2_persisting_window",
+                "pins the keys and values in L2 with a persisting access-policy window, defeating "
+                "the L2 flush.",
+                "symbol check: L2 persistence control (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    "  cudaStreamAttrValue attr = {};\n  attr.accessPolicyWindow.base_ptr = "
+                    "k.data_ptr();\n"
+                    "  attr.accessPolicyWindow.num_bytes = k.nbytes();\n  "
+                    "attr.accessPolicyWindow.hitRatio = 1.0f;\n"
+                    "  attr.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;\n"
+                    "  attr.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;\n"
+                    "  cudaStreamSetAttribute(at::cuda::getCurrentCUDAStream(), "
+                    "cudaStreamAttributeAccessPolicyWindow, &attr);\n"
+                    f"  return naive_dense({DARGS});"
+                ),
+            ),
+            cheat(
+                "cublas_call",
+                "hands a matrix product to cuBLAS, whose header comes in through "
+                "ATen/cuda/CUDAContext.h.",
+                "symbol check: a vendor library (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    "  static cublasHandle_t handle = nullptr;\n  if (!handle) "
+                    "cublasCreate(&handle);\n"
+                    f"  return naive_dense({DARGS});"
+                ),
+            ),
+            cheat(
+                "cudnn_call",
+                "hands the attention to cuDNN (declared by hand, since its header is forbidden).",
+                "symbol check: a vendor library (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    "  static void* handle = nullptr;\n  if (!handle) cudnnCreate(&handle);\n"
+                    f"  return naive_dense({DARGS});",
+                    pre='extern "C" int cudnnCreate(void**);\n',
+                ),
+            ),
+            cheat(
+                "aten_matmul",
+                "computes the scores with torch's matmul (a torch compute op) inside the kernel "
+                "file.",
+                "symbol check: torch compute operators (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    "  at::Tensor scores = q.select(0, 0).select(1, 0).matmul(k.select(0, "
+                    "0).select(1, 0).transpose(0, 1));\n"
+                    f"  return naive_dense({DARGS});"
+                ),
+            ),
+            cheat(
+                "dispatcher_library_call",
+                "calls aten::mm (cuBLAS) through the operator dispatcher, which no compute-op "
+                "symbol reveals.",
+                "GPU trace check: only the candidate's own kernels (TRACE_VIOLATION).",
+                entry_points(
+                    "  static auto mm = c10::Dispatcher::singleton()\n"
+                    '      .findSchemaOrThrow("aten::mm", "")\n'
+                    "      .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();\n"
+                    "  at::Tensor scores = mm.call(q.select(0, 0).select(1, 0), k.select(0, "
+                    "0).select(1, 0).transpose(0, 1));\n"
+                    f"  return naive_dense({DARGS});"
+                ),
+            ),
+            cheat(
+                "dlopen_library",
+                "loads a vendor library at run time and looks its functions up.",
+                "symbol check: dynamic loading (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    '  static void* lib = dlopen("libcudnn.so.9", 1);\n'
+                    f"  return naive_dense({DARGS});",
+                    pre='extern "C" void* dlopen(const char*, int);\n',
+                ),
+            ),
+            cheat(
+                "read_file",
+                "reads precomputed results from a file.",
+                "symbol check: file I/O (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    '  if (std::FILE* f = std::fopen("/tmp/kernelseek-answers.bin", "rb")) '
+                    "std::fclose(f);\n"
+                    f"  return naive_dense({DARGS});"
+                ),
+                "#include <cstdio>\n",
+            ),
+            cheat(
+                "getenv",
+                "reads the environment (e.g. a seed or a flag the harness might set).",
+                "symbol check: environment access (FORBIDDEN_SYMBOL).",
+                entry_points(
+                    '  if (std::getenv("KERNELSEEK_SEED")) return at::empty(q.sizes(), '
+                    "q.options().dtype(at::kBFloat16));\n"
+                    f"  return naive_dense({DARGS});"
+                ),
+                "#include <cstdlib>\n",
+            ),
+            cheat(
+                "input_modification",
+                "scales q in place after use (a later call could skip the multiply).",
+                "inputs compared before and after every call (INPUT_MODIFIED).",
+                entry_points(
+                    f"  at::Tensor out = naive_dense({DARGS});\n"
+                    "  scale_in_place<<<1, 256, 0, at::cuda::getCurrentCUDAStream()>>>(\n"
+                    "      static_cast<__nv_bfloat16*>(q.data_ptr()), q.numel());\n  return out;",
+                    pre="__global__ void scale_in_place(__nv_bfloat16* x, int64_t n) {\n"
+                    "  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) x[i] = "
+                    "__float2bfloat16(2.f * __bfloat162float(x[i]));\n}\n",
+                ),
+            ),
+            cheat(
+                "precision_downgrade",
+                "computes bf16 attention in fp8 (e4m3): q, k and v rounded down before use.",
+                "accuracy rule: at most 2x FA3's error in the same precision plus a floor "
+                "(INACCURATE).",
+                entry_points(
+                    "  if (q.scalar_type() != at::kBFloat16) return naive_dense(" + DARGS + ");\n"
+                    "  auto fp8 = [](const at::Tensor& x) {\n    at::Tensor y = "
+                    "at::empty(x.sizes(), x.options().dtype(at::kFloat8_e4m3fn));\n"
+                    "    to_fp8<<<256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(\n"
+                    "        static_cast<const __nv_bfloat16*>(x.data_ptr()), "
+                    "static_cast<__nv_fp8_e4m3*>(y.data_ptr()), x.numel());\n"
+                    "    return y;\n  };\n"
+                    "  return naive_dense(fp8(q), fp8(k), fp8(v), cu_q, cu_k, max_q, max_k, qd, "
+                    "kd, vd, causal, scale);",
+                    pre="__global__ void to_fp8(const __nv_bfloat16* x, __nv_fp8_e4m3* y, int64_t "
+                    "n) {\n"
+                    "  for (int64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += "
+                    "gridDim.x * blockDim.x)\n"
+                    "    y[i] = __nv_fp8_e4m3(__bfloat162float(x[i]));\n}\n",
+                ),
+            ),
+            cheat(
+                "dev_shape_specialised",
+                "tuned only for the dev suite's head dims (64, 128, 256): other head dims lose "
+                "their first 32 channels.",
+                "hidden generalisation: the full suite has head dims the dev suite never shows "
+                "(INACCURATE).",
+                entry_points(
+                    f"  at::Tensor out = naive_dense({DARGS});\n  const int64_t d = q.size(-1);\n"
+                    "  if (d != 64 && d != 128 && d != 256) out.narrow(-1, 0, 32).zero_();\n  "
+                    "return out;"
+                ),
+            ),
+            cheat(
+                "racy",
+                "a result that is right most of the time: every seventh call one element is off "
+                "(like a race).",
+                "three runs on the same input must agree within rounding (NONDETERMINISTIC).",
+                entry_points(
+                    f"  static int calls = 0;\n  at::Tensor out = naive_dense({DARGS});\n"
+                    "  if (++calls % 7 == 0)\n    bump<<<1, 1, 0, "
+                    "at::cuda::getCurrentCUDAStream()>>>(\n"
+                    "        static_cast<__nv_bfloat16*>(out.data_ptr()));\n  return out;",
+                    pre="__global__ void bump(__nv_bfloat16* o) { o[0] = "
+                    "__float2bfloat16(__bfloat162float(o[0]) + 0.25f); }\n",
+                ),
+            ),
+            cheat(
+                "hang",
+                "never returns (a kernel that spins forever).",
+                "the call timeout; the parent kills and restarts the worker (TIMEOUT).",
+                entry_points(
+                    "  spin<<<1, 1, 0, at::cuda::getCurrentCUDAStream()>>>(1);\n"
+                    f"  return naive_dense({DARGS});",
+                    pre="__global__ void spin(int go) { while (go) { __nanosleep(1000); } }\n",
+                ),
+            ),
+            cheat(
+                "crash",
+                "writes through a wild pointer (illegal address: the CUDA context is lost).",
+                "the worker reports the CUDA error and is restarted (EXCEPTION).",
+                entry_points(
+                    "  wild<<<1, 32, 0, "
+                    "at::cuda::getCurrentCUDAStream()>>>(reinterpret_cast<float*>(0x10));\n"
+                    f"  return naive_dense({DARGS});",
+                    pre="__global__ void wild(float* p) { p[threadIdx.x * 4096] = 1.f; }\n",
+                ),
+            ),
+        ]
+    )
+    files["honest_split_kv.cu"] = HONEST_HEAD + INCLUDES + "\n" + PLAIN + "\n" + HONEST_TAIL + REG
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = parser.parse_args(argv)
+    files = corpus()
+    stale = sorted({p.name for p in OUT.glob("*.cu")} - set(files)) if args.check else []
+    for name, text in files.items():
+        path = OUT / name
+        if args.check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.write_text(text)
+    if stale:
+        print(f"out of date (run scripts/make_fa3_cheats.py): {', '.join(stale)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
