@@ -21,6 +21,8 @@ import threading
 import time
 from pathlib import Path
 
+BUDGET_S = {"dev": 60.0, "full": 480.0}
+"""Wall-time budget of one harness run, excluding the build (issue: fa3_hopper target)."""
 STEPS = {
     "selfcheck-dev": ["bench", "--candidate-upstream", "fa3", "--suite", "dev"],
     "selfcheck-full": ["bench", "--candidate-upstream", "fa3", "--suite", "full"],
@@ -78,11 +80,17 @@ def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
     print(proc.stdout[-6000:], flush=True)
     doc = json.loads(path.read_text())
     agg = doc["aggregates"]
+    build_s = doc["timing"].get("build_s", 0.0)
+    budget = BUDGET_S[doc["suite"]]
     summary = {
         "step": name,
         "exit": proc.returncode,
         "wall_s": round(wall, 1),
-        "build_s": round(doc["timing"].get("build_s", 0.0), 1),
+        "build_s": round(build_s, 1),
+        "without_build_s": round(wall - build_s, 1),
+        "budget_s": budget,
+        "within_budget": wall - build_s < budget,
+        "timing_s": {k: round(v, 1) for k, v in doc["timing"].items()},
         "passed": f"{agg['passed']}/{agg['scenarios']}",
         "geomean": {k: round(v, 4) if v else None for k, v in agg["geomean_speedup"].items()},
         "peak_gpu_mib": sampler.peak_mib,

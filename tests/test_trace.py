@@ -3,26 +3,58 @@
 
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 
 from evals.harness import Code
-from evals.harness.trace import CALL_RANGE, base_name, judge, own_kernels, summarise
+from evals.harness.failures import Failure
+from evals.harness.judge import Session, trace_all
+from evals.harness.scenarios import Scenario
+from evals.harness.trace import (
+    CALL_RANGE,
+    HARNESS_RANGE,
+    MARKER_RANGE,
+    base_name,
+    judge,
+    own_kernels,
+    summarise,
+)
+from evals.harness.verdict import ScenarioResult
+from evals.harness.worker_client import WorkerFailure
 
 TID, STREAM = 439, 7
 OWN = "void (anonymous namespace)::attention<128, __nv_bfloat16>((anonymous namespace)::Args)"
 FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
         "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)")
+RANDN = "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel"
 GEMM = "nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNT"
+SPAN = 1000.0  # each call's slot: harness work, marker, call
 
 
-def _events(*kernels):
-    """A trace: the marker fill before the call range, then (name, stream, tid, in_call) each."""
-    events = [{"ph": "X", "cat": "user_annotation", "name": CALL_RANGE, "pid": TID, "tid": TID,
-               "ts": 1000.0, "dur": 500.0}]
-    launches = [(FILL, STREAM, TID, 900.0)] + [
-        (name, stream, tid, 1100.0 if inside else 1700.0) for name, stream, tid, inside in kernels]
-    for corr, (name, stream, tid, ts) in enumerate(launches):
+def _range(name, ts, dur):
+    return {"ph": "X", "cat": "user_annotation", "name": name, "pid": TID, "tid": TID,
+            "ts": ts, "dur": dur}
+
+
+def _events(*calls, extra=()):
+    """A session of calls, each ``[(name, stream, tid, where), ...]``.
+
+    Call ``i`` occupies ``[i*SPAN, (i+1)*SPAN)``: harness work (a randn) at +100, the marker
+    fill at +300, the call range [+400, +800]. ``where`` is the launch time within the slot:
+    "in" (+500), "after" (+900, outside every range) or "harness" (+150). ``extra`` are
+    (name, stream, tid, absolute launch time) launches anywhere.
+    """
+    events, launches = [], []
+    for i, kernels in enumerate(calls):
+        base = i * SPAN
+        events += [_range(HARNESS_RANGE, base + 50, 200),
+                   _range(f"{MARKER_RANGE}#{i}", base + 290, 20),
+                   _range(f"{CALL_RANGE}#{i}", base + 400, 400)]
+        launches += [(RANDN, STREAM, TID, base + 100), (FILL, STREAM, TID, base + 300)]
+        offsets = {"in": 500, "after": 900, "harness": 150}
+        launches += [(n, s, t, base + offsets[w]) for n, s, t, w in kernels]
+    for corr, (name, stream, tid, ts) in enumerate([*launches, *extra]):
         events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": TID,
                        "tid": tid, "ts": ts, "dur": 5.0, "args": {"correlation": corr}})
         events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream,
@@ -30,35 +62,71 @@ def _events(*kernels):
     return events
 
 
-def _judge(*kernels, own=frozenset({"attention"})):
-    return judge(summarise(_events(*kernels), TID), own)
+def _judge(*calls, own=frozenset({"attention"}), extra=()):
+    return judge(summarise(_events(*calls, extra=extra), TID), own, len(calls))
 
 
-def test_own_kernels_and_fills_on_the_callers_stream_pass():
-    failure, finding = _judge((OWN, STREAM, TID, True), (FILL, STREAM, TID, True))
-    assert failure is None and finding.startswith("passed: 2 kernel(s)")
+GOOD = [(OWN, STREAM, TID, "in"), (FILL, STREAM, TID, "in")]
+
+
+def test_own_kernels_and_fills_on_the_callers_stream_pass_and_harness_work_is_not_blamed():
+    verdicts = _judge(GOOD, GOOD, [(OWN, STREAM, TID, "in"), (GEMM, STREAM, TID, "harness")])
+    assert [v[0] for v in verdicts] == [None, None, None]
+    assert verdicts[0][1].startswith("passed: 2 kernel(s)")
+    assert verdicts[2][1].startswith("passed: 1 kernel(s)")
 
 
 @pytest.mark.parametrize(("kernel", "text"), [
-    ((OWN, 13, TID, True), "not the caller's stream 7"),
-    ((OWN, STREAM, 457828672, True), "from another thread"),
-    ((OWN, STREAM, TID, False), "from outside the call"),
-    ((GEMM, STREAM, TID, True), "not the candidate's own: nvjet"),
+    ((OWN, 13, TID, "in"), "not the caller's stream 7"),
+    ((OWN, STREAM, 457828672, "in"), "from another thread"),
+    ((OWN, STREAM, 457828672, "after"), "from another thread"),
+    ((OWN, STREAM, TID, "after"), "from outside the call"),
+    ((GEMM, STREAM, TID, "in"), "not the candidate's own: nvjet"),
 ])
-def test_side_streams_threads_deferred_launches_and_library_kernels_fail(kernel, text):
-    failure, finding = _judge((OWN, STREAM, TID, True), kernel)
+def test_side_streams_threads_deferred_launches_and_library_kernels_fail_their_own_call(
+        kernel, text):
+    verdicts = _judge(GOOD, [*GOOD, kernel], GOOD)
+    assert verdicts[0][0] is None and verdicts[2][0] is None
+    failure, finding = verdicts[1]
     assert failure is not None and failure.code == Code.TRACE_VIOLATION and finding == "failed"
     assert text in failure.reason
 
 
+def test_own_kernel_in_the_harness_work_before_a_call_is_deferred_work_of_the_call_before():
+    verdicts = _judge(GOOD, GOOD, [*GOOD, (OWN, STREAM, TID, "harness")])
+    assert verdicts[0][0] is None and verdicts[2][0] is None
+    assert verdicts[1][0] is not None and "from outside the call" in verdicts[1][0].reason
+
+
+def test_work_from_another_thread_before_the_first_call_is_blamed_on_call_0():
+    verdicts = _judge(GOOD, GOOD, extra=[(OWN, STREAM, 99, 10.0)])
+    assert verdicts[0][0] is not None and "another thread" in verdicts[0][0].reason
+    assert verdicts[1][0] is None
+
+
 def test_a_call_that_launches_nothing_fails():
-    failure, _ = _judge()
-    assert failure is not None and "no GPU kernel" in failure.reason
+    verdicts = _judge(GOOD, [])
+    assert verdicts[0][0] is None
+    assert verdicts[1][0] is not None and "no GPU kernel" in verdicts[1][0].reason
 
 
-def test_a_trace_without_the_marker_is_reported_as_skipped_not_blamed_on_the_kernel():
-    failure, finding = judge(summarise(_events()[:1], TID), frozenset())
-    assert failure is None and finding.startswith("skipped")
+def test_a_call_whose_marker_kernel_was_dropped_is_reported_as_skipped_not_blamed():
+    events = _events(GOOD, GOOD)
+    marker_ts = SPAN + 300 + 50  # call 1's marker fill kernel
+    events = [e for e in events if not (e.get("cat") == "kernel" and e["ts"] == marker_ts)]
+    verdicts = judge(summarise(events, TID), frozenset({"attention"}), 3)
+    assert verdicts[0][0] is None and verdicts[0][1].startswith("passed")
+    assert verdicts[1] == (None, "skipped: the profiler recorded no usable trace of this call")
+    assert verdicts[2][1].startswith("skipped")  # never traced at all
+
+
+def test_a_kernel_record_that_lost_its_launch_record_is_blamed_on_no_one():
+    events = _events(GOOD, [(OWN, STREAM, TID, "in")])
+    lost = next(e for e in reversed(events) if e.get("cat") == "cuda_runtime")
+    events.remove(lost)
+    verdicts = judge(summarise(events, TID), frozenset({"attention"}), 2)
+    assert verdicts[0][0] is None and verdicts[1][0] is None
+    assert "lost their launch record" in verdicts[1][1]
 
 
 @pytest.mark.parametrize(("name", "base"), [
@@ -84,3 +152,61 @@ def test_own_kernels_reads_the_nvcc_host_stubs_of_the_object_file(tmp_path):
         "(p); }\n")
     subprocess.run(["g++", "-c", str(src), "-o", str(tmp_path / "candidate.cuda.o")], check=True)
     assert own_kernels(tmp_path / "ks_x.so") == {"wild", "attention"}
+
+
+class _Client:
+    """Stands in for the worker: answers the one trace request with ``answer``."""
+
+    def __init__(self, answer):
+        self.answer, self.requests, self.killed = answer, [], False
+
+    def request(self, header, timeout_s=None):
+        self.requests.append((header, timeout_s))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer, b""
+
+    def kill(self):
+        self.killed = True
+
+
+def _session(answer, n=3):
+    target = SimpleNamespace(limits=SimpleNamespace(call_timeout_s=120.0))
+    session = Session(target, _Client(answer), seed=7, command="bench")
+    session.own_kernels = frozenset({"attention"})
+    results = [ScenarioResult(Scenario(id=f"s{i}"), correct=True)
+               for i in range(n)]
+    return session, results
+
+
+def test_trace_all_sends_the_correct_scenarios_in_one_request_and_fails_the_violators():
+    summary = summarise(_events(GOOD, [(GEMM, STREAM, TID, "in")]), TID)
+    session, results = _session({"ok": True, "summary": summary, "stopped": None}, n=3)
+    results[1].correct = False  # already failed: not traced
+    trace_all(session, results)
+    (header, timeout), = session.client.requests
+    assert [item["scenario"]["id"] for item in header["items"]] == ["s0", "s2"]
+    assert timeout > 120.0
+    assert results[0].correct and results[0].checks["trace"].startswith("passed")
+    assert not results[2].correct and results[2].failure.code == Code.TRACE_VIOLATION
+    assert "trace" not in results[1].checks
+
+
+def test_trace_all_blames_a_candidate_error_on_its_call_and_skips_the_rest():
+    failure = {"code": "exception", "reason": "candidate raised RuntimeError: CUDA error"}
+    answer = {"ok": True, "summary": None, "error": "RuntimeError(...)", "restart": True,
+              "stopped": {"index": 1, "failure": failure, "restart": True}}
+    session, results = _session(answer)
+    trace_all(session, results)
+    assert session.client.killed
+    assert results[0].correct and results[0].checks["trace"].startswith("skipped: the profiler")
+    assert not results[1].correct and results[1].failure.code == Code.EXCEPTION
+    assert results[2].correct and "earlier scenario" in results[2].checks["trace"]
+
+
+def test_trace_all_fails_every_traced_scenario_when_the_worker_hangs_under_the_profiler():
+    hang = WorkerFailure(Failure(Code.TIMEOUT, "no answer within 120 s (trace): hang"))
+    session, results = _session(hang)
+    trace_all(session, results)
+    assert all(not r.correct and r.failure.code == Code.TIMEOUT for r in results)
+    assert all(r.checks["trace"].startswith("failed: no answer") for r in results)

@@ -56,6 +56,16 @@ class Failure:
         """Return the JSON form: ``{"code": ..., "reason": ...}``."""
         return {"code": self.code.value, "reason": self.reason}
 
+    @classmethod
+    def from_json(cls, raw: object) -> Failure:
+        """Read :meth:`to_json`'s form back; an unknown code reads as a harness error."""
+        data = raw if isinstance(raw, dict) else {}
+        try:
+            code = Code(str(data.get("code")))
+        except ValueError:
+            code = Code.HARNESS_ERROR
+        return cls(code, str(data.get("reason", "the worker refused the request")))
+
 
 class HarnessInputError(Exception):
     """Raised for a bad invocation: unknown target or suite, missing file, bad argument."""

@@ -22,6 +22,8 @@ from evals.harness.worker_client import WorkerClient, WorkerFailure
 RACE_ULPS = 2.0
 """Runs on the same input may differ by rounding only: this many epsilons of the output dtype,
 at the output's scale (an atomic reduction that reorders additions stays within it)."""
+TRACE_S_PER_SCENARIO = 5.0
+"""Seconds the trace request may take per scenario (inputs and one call), above the call limit."""
 SUSPICIOUS_SPEEDUP = 1.5
 """A speedup above this over any upstream is flagged for a person to look at (not failed)."""
 
@@ -34,11 +36,12 @@ def derive_seed(seed: int, *parts: object) -> int:
 
 @dataclass
 class Tally:
-    """Seconds spent inside candidate calls, upstream calls and the parent's own checks."""
+    """Seconds spent in candidate calls, upstream calls, the parent's checks and the trace."""
 
     candidate_s: float = 0.0
     upstream_s: float = 0.0
     reference_s: float = 0.0
+    trace_s: float = 0.0
 
 
 @dataclass
@@ -65,11 +68,7 @@ def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
         if reason is not None:
             result.unsupported[up.name] = reason
     try:
-        failure = (
-            _verify(session, scenario, result)
-            or _probe(session, scenario, result)
-            or _trace(session, scenario, result)
-        )
+        failure = _verify(session, scenario, result) or _probe(session, scenario, result)
         if failure is None and session.command != "check":
             failure = _time(session, scenario, result)
     except WorkerFailure as exc:
@@ -196,23 +195,56 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
     return None
 
 
-def _trace(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
-    """GPU: profile one call; every kernel the candidate's own, on the caller's stream."""
-    if session.own_kernels is None:
-        return None
-    request = {
-        "op": "trace",
-        "scenario": scenario.to_json(),
-        "seed": derive_seed(session.seed, scenario.id, "trace"),
-    }
-    header, _ = session.client.request(request)
+def trace_all(session: Session, results: list[ScenarioResult]) -> None:
+    """GPU: profile one call per correct scenario in one session, after all timing.
+
+    Every kernel must be the candidate's own and run on the caller's stream, launched by the
+    caller during the call; a scenario that breaks this fails (its times stay on record but
+    leave the geomeans, as for any incorrect scenario).
+    """
+    todo = [r for r in results if r.correct]
+    if session.own_kernels is None or not todo:
+        return
+    items = [
+        {
+            "scenario": r.scenario.to_json(),
+            "seed": derive_seed(session.seed, r.scenario.id, "trace"),
+        }
+        for r in todo
+    ]
+    timeout = session.target.limits.call_timeout_s + TRACE_S_PER_SCENARIO * len(items)
+    t0 = time.monotonic()
+    try:
+        header, _ = session.client.request({"op": "trace", "items": items}, timeout_s=timeout)
+    except WorkerFailure as exc:  # a hang or crash under the profiler: no call can be cleared
+        for r in todo:
+            _fail(r, exc.failure, "trace")
+        return
+    finally:
+        session.tally.trace_s += time.monotonic() - t0
+    if header.get("restart"):
+        session.client.kill()
+    stopped = header.get("stopped") or {"index": len(todo)}
     summary = header.get("summary")
-    if summary is None:
-        result.checks["trace"] = f"skipped: the profiler failed: {header.get('error')}"
-        return None
-    failure, finding = trace.judge(summary, session.own_kernels)
-    result.checks["trace"] = f"failed: {failure.reason}" if failure else finding
-    return failure
+    found = trace.judge(summary, session.own_kernels, len(todo)) if summary else []
+    for i, r in enumerate(todo):
+        failure, finding = found[i] if i < len(found) else (None, "")
+        if i == stopped["index"]:
+            _fail(r, Failure.from_json(stopped["failure"]), "trace")
+        elif i > stopped["index"]:
+            r.checks["trace"] = "skipped: tracing stopped at an earlier scenario's failure"
+        elif summary is None:
+            r.checks["trace"] = f"skipped: the profiler failed: {header.get('error')}"
+        elif failure is not None:
+            _fail(r, failure, "trace")
+        else:
+            r.checks["trace"] = finding
+
+
+def _fail(result: ScenarioResult, failure: Failure, check: str) -> None:
+    """Mark a scenario failed after the fact, by ``check``."""
+    result.failure, result.correct = failure, False
+    result.checks[check] = f"failed: {failure.reason}"
 
 
 def _expected(

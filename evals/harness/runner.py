@@ -16,7 +16,7 @@ from evals.harness import provenance, trace
 from evals.harness.build import BuildResult, build
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
-from evals.harness.judge import Session, Tally, judge_scenario
+from evals.harness.judge import Session, Tally, judge_scenario, trace_all
 from evals.harness.scenarios import Scenario, Suite
 from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
@@ -157,6 +157,7 @@ def _finish(
         "candidate_calls_s": tally.candidate_s,
         "upstream_calls_s": tally.upstream_s,
         "reference_s": tally.reference_s,
+        "trace_s": tally.trace_s,
     }
 
 
@@ -240,6 +241,7 @@ def _judge_all(
                 verdict.results.append(judge_scenario(session, scenario))
                 if progress is not None:
                     progress(i + 1, len(scenarios), verdict.results[-1])
+            trace_all(session, verdict.results)
             state["after"] = target.device_state()
             verdict.provenance = {**verdict.provenance, "device_state": state}
         finally:

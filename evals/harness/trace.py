@@ -1,22 +1,30 @@
-"""The GPU trace check: what a candidate call really launched, seen through torch's profiler.
+"""The GPU trace check: what candidate calls really launched, seen through torch's profiler.
 
-The worker profiles one candidate call (``collect``); the parent judges the summary
-(``judge``): every GPU activity must have been launched by the calling thread during the
-call, run on the caller's stream (so it finishes before the harness's end event), and every
-kernel must be the candidate's own (its ``__global__`` functions, read from the object file)
-or a torch fill or copy kernel behind an allowed allocation op. cuBLAS, cuDNN, flash, CUTLASS
-or other aten kernels, side streams, background threads and deferred launches all fail.
+The worker records one profiler session over one candidate call per scenario, after all
+timing (``Recorder``); the parent judges the summary per call (``judge``): every GPU
+activity must have been launched by the calling thread during its call, run on the caller's
+stream (so it finishes before the harness's end event), and every kernel must be the
+candidate's own (its ``__global__`` functions, read from the object file) or a torch fill or
+copy kernel behind an allowed allocation op. cuBLAS, cuDNN, flash, CUTLASS or other aten
+kernels, side streams, background threads and deferred launches all fail.
+
+One session for the whole run, not one per scenario: CUPTI's set-up and teardown cost about a
+second per session, and back-to-back sessions can drop kernel records at their head
+(pytorch/pytorch#192021).
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import json
 import re
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import torch
@@ -26,71 +34,147 @@ from evals.harness.failures import Code, Failure, one_line
 from evals.harness.static_checks import candidate_objects
 
 CALL_RANGE = "kernelseek_candidate_call"
+MARKER_RANGE = "kernelseek_stream_marker"
+HARNESS_RANGE = "kernelseek_harness"
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 ALLOWED_TORCH_KERNELS = re.compile(r"FillFunctor|copy_kernel|CopyKernel", re.IGNORECASE)
 """Kernels of the allocation, fill and copy ops the contract allows."""
+Verdicts = list[tuple[Failure | None, str]]
 
 
-def collect(fn: Callable[[], object]) -> dict[str, Any]:
-    """Profile one call of ``fn`` (already warmed up) and summarise its GPU activity.
+class Recorder:
+    """One profiler session over numbered candidate calls, with the harness's work marked.
 
-    Returns:
-        ``{"activities": [...], "caller_stream": int | None, "caller_tid": int}``; each
-        activity has ``cat``, ``name``, ``stream``, ``launch_tid``, ``in_call`` (launched
-        during the call) and ``marker`` (the harness's own stream marker).
+    Use as a context manager; inside, run the harness's own work (making inputs) under
+    :meth:`harness` and each candidate call through :meth:`call`; after it, :meth:`summary`.
     """
-    marker = torch.empty(1, device="cuda")
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        marker.fill_(0.0)  # launched on the caller's stream: its kernel names that stream
-        with record_function(CALL_RANGE):
-            fn()
+
+    def __init__(self) -> None:
+        self._marker = torch.empty(1, device="cuda")
+        self._prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> Recorder:
         torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory(prefix="kernelseek-trace-") as tmp:
-        path = Path(tmp) / "trace.json"
-        prof.export_chrome_trace(str(path))
-        events = json.loads(path.read_text())["traceEvents"]
-    return summarise(events, threading.get_native_id())
+        self._stack.enter_context(self._prof)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with contextlib.suppress(Exception):  # after a CUDA error this raises too
+            torch.cuda.synchronize()
+        self._stack.__exit__(exc_type, exc, tb)
+
+    @contextlib.contextmanager
+    def harness(self) -> Iterator[None]:
+        """Mark the harness's own GPU work (inputs), which may launch any torch kernel."""
+        with record_function(HARNESS_RANGE):
+            yield
+
+    def call(self, index: int, fn: Callable[[], object]) -> None:
+        """Launch the stream marker, then run candidate call ``index`` (which synchronises)."""
+        with record_function(f"{MARKER_RANGE}#{index}"):
+            self._marker.fill_(float(index))  # its kernel names the caller's stream
+        with record_function(f"{CALL_RANGE}#{index}"):
+            fn()
+
+    def summary(self) -> dict[str, Any]:
+        """The session's GPU activities and who launched them (see :func:`summarise`)."""
+        with tempfile.TemporaryDirectory(prefix="kernelseek-trace-") as tmp:
+            path = Path(tmp) / "trace.json"
+            self._prof.export_chrome_trace(str(path))
+            events = json.loads(path.read_text())["traceEvents"]
+        return summarise(events, threading.get_native_id())
 
 
 def summarise(events: list[dict[str, Any]], caller_tid: int) -> dict[str, Any]:
-    """Reduce chrome-trace ``events`` to the GPU activities and who launched them."""
-    call = next(
-        (e for e in events if e.get("name") == CALL_RANGE and e.get("cat") == "user_annotation"),
-        None,
-    )
-    start = float(call["ts"]) if call else float("inf")
-    end = start + float(call.get("dur", 0.0)) if call else float("-inf")
+    """Reduce chrome-trace ``events`` to the GPU activities, their launchers and call ranges.
+
+    Returns:
+        ``{"caller_tid", "calls": {index: [start_us, end_us]}, "markers": {index: stream},
+        "activities": [...]}`` (indices as strings, JSON-style); each activity has ``cat``,
+        ``name``, ``stream``, ``launch_tid``, ``call`` (the index of the call it was launched
+        in, or None), ``after`` (the latest call begun before its launch, or None) and
+        ``harness`` (launched inside the harness's own work).
+    """
+    ranges: dict[str, list[tuple[float, float]]] = {}
+    for e in events:
+        if e.get("cat") == "user_annotation" and "ts" in e:
+            start = float(e["ts"])
+            ranges.setdefault(str(e.get("name")), []).append(
+                (start, start + float(e.get("dur", 0)))
+            )
+    calls = _Spans(_indexed(ranges, CALL_RANGE))
+    marks = _Spans(_indexed(ranges, MARKER_RANGE))
+    harness = _Spans({str(i): span for i, span in enumerate(ranges.get(HARNESS_RANGE, []))})
     launches = {_args(e).get("correlation"): e for e in events if e.get("cat") in LAUNCH_CATEGORIES}
+    markers: dict[str, Any] = {}
     activities = []
-    caller_stream = None
     for e in events:
         if e.get("cat") not in GPU_CATEGORIES:
             continue
         launch = launches.get(_args(e).get("correlation"))
         tid = int(launch["tid"]) if launch and str(launch.get("tid", "")).isdigit() else None
         t = float(launch["ts"]) if launch else None
-        in_call = t is not None and start <= t <= end
-        is_marker = t is not None and t < start and tid == caller_tid and e["cat"] == "kernel"
-        if is_marker:
-            caller_stream = _args(e).get("stream")
+        stream = _args(e).get("stream")
+        mark = marks.within(t)
+        if mark is not None and tid == caller_tid:
+            markers[mark] = stream
+            continue
         activities.append(
             {
                 "cat": e["cat"],
                 "name": str(e.get("name", "")),
-                "stream": _args(e).get("stream"),
+                "stream": stream,
                 "launch_tid": tid,
-                "in_call": in_call,
-                "marker": is_marker,
+                "call": calls.within(t),
+                "after": calls.latest(t),
+                "harness": harness.within(t) is not None,
             }
         )
     return {
-        "activities": activities,
-        "caller_stream": caller_stream,
         "caller_tid": caller_tid,
-        "call_found": call is not None,
+        "calls": {i: list(span) for i, span in calls.spans.items()},
+        "markers": markers,
+        "activities": activities,
     }
+
+
+def _indexed(
+    ranges: dict[str, list[tuple[float, float]]], prefix: str
+) -> dict[str, tuple[float, float]]:
+    """``prefix#3`` ranges by index ("3"); the first of each name."""
+    return {
+        name.split("#", 1)[1]: spans[0]
+        for name, spans in ranges.items()
+        if name.startswith(prefix + "#")
+    }
+
+
+class _Spans:
+    """Named, non-overlapping time spans, searched by time."""
+
+    def __init__(self, spans: dict[str, tuple[float, float]]) -> None:
+        self.spans = spans
+        self._order = sorted(spans, key=lambda k: spans[k][0])
+        self._starts = [spans[k][0] for k in self._order]
+
+    def latest(self, t: float | None) -> str | None:
+        """The span begun last at or before ``t``."""
+        if t is None:
+            return None
+        i = bisect.bisect_right(self._starts, t)
+        return self._order[i - 1] if i else None
+
+    def within(self, t: float | None) -> str | None:
+        """The span containing ``t``."""
+        key = self.latest(t)
+        return key if key is not None and t is not None and t <= self.spans[key][1] else None
 
 
 def _args(event: dict[str, Any]) -> dict[str, Any]:
@@ -98,35 +182,65 @@ def _args(event: dict[str, Any]) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
-def judge(summary: dict[str, Any], own_kernels: frozenset[str]) -> tuple[Failure | None, str]:
-    """The trace's verdict: a failure (or None) and a one-line finding for the verdict."""
-    if not summary.get("call_found") or summary.get("caller_stream") is None:
-        return None, "skipped: the profiler recorded no usable trace"
-    stream, tid = summary["caller_stream"], summary["caller_tid"]
-    kernels = 0
-    for act in summary["activities"]:
-        if act["marker"]:
+def judge(summary: dict[str, Any], own_kernels: frozenset[str], count: int) -> Verdicts:
+    """Each of calls ``0..count-1``'s verdict: a failure (or None) and a one-line finding.
+
+    Work launched outside any call (by another thread, or by the candidate's kernels after
+    its call returned) is blamed on the latest call begun before it, or on call 0.
+    """
+    calls, markers = summary.get("calls", {}), summary.get("markers", {})
+    kernels = dict.fromkeys(map(str, range(count)), 0)
+    bad: dict[str, Failure] = {}
+    orphans = 0  # GPU records whose launch record the profiler lost: blamed on no one
+    for act in summary.get("activities", []):
+        if act["launch_tid"] is None:
+            orphans += 1
             continue
-        name = one_line(act["name"], 120)
-        what = f"{act['cat']} {name}"
-        if act["launch_tid"] != tid or not act["in_call"]:
-            where = "another thread" if act["launch_tid"] != tid else "outside the call"
-            reason = f"{what} was launched from {where} (background or deferred work)"
-            return Failure(Code.TRACE_VIOLATION, reason), "failed"
-        if act["stream"] != stream:
-            reason = f"{what} ran on stream {act['stream']}, not the caller's stream {stream}"
-            return Failure(Code.TRACE_VIOLATION, reason), "failed"
-        if act["cat"] == "kernel":
-            kernels += 1
-            own = base_name(act["name"]) in own_kernels
-            if not own and not ALLOWED_TORCH_KERNELS.search(act["name"]):
-                reason = f"launched a kernel that is not the candidate's own: {name}"
-                return Failure(Code.TRACE_VIOLATION, reason), "failed"
-    if kernels == 0:
-        reason = "the call launched no GPU kernel (work done elsewhere, or nothing computed)"
-        return Failure(Code.TRACE_VIOLATION, reason), "failed"
-    finding = f"passed: {kernels} kernel(s), all the candidate's own, on the caller's stream"
-    return None, finding
+        index = act["call"] if act["call"] is not None else act["after"] or "0"
+        if index in bad or index not in kernels:
+            continue
+        failure = _violation(act, summary["caller_tid"], markers.get(index), own_kernels)
+        if failure is not None:
+            bad[index] = failure
+        elif act["call"] is not None and act["cat"] == "kernel":
+            kernels[index] += 1
+    verdicts: Verdicts = []
+    for index, n in kernels.items():
+        if index not in calls or markers.get(index) is None:
+            verdicts.append((None, "skipped: the profiler recorded no usable trace of this call"))
+        elif index in bad:
+            verdicts.append((bad[index], "failed"))
+        elif n == 0 and orphans:
+            verdicts.append((None, f"skipped: {orphans} GPU record(s) lost their launch record"))
+        elif n == 0:
+            reason = "the call launched no GPU kernel (work done elsewhere, or nothing computed)"
+            verdicts.append((Failure(Code.TRACE_VIOLATION, reason), "failed"))
+        else:
+            finding = f"passed: {n} kernel(s), all the candidate's own, on the caller's stream"
+            verdicts.append((None, finding))
+    return verdicts
+
+
+def _violation(
+    act: dict[str, Any], caller_tid: int, stream: object, own_kernels: frozenset[str]
+) -> Failure | None:
+    """Why one GPU activity breaks the rules, or None."""
+    name = one_line(act["name"], 120)
+    what = f"{act['cat']} {name}"
+    own = base_name(act["name"]) in own_kernels
+    if act["launch_tid"] != caller_tid:
+        reason = f"{what} was launched from another thread (background or deferred work)"
+    elif act["call"] is None and (own or not act["harness"]):
+        reason = f"{what} was launched from outside the call (deferred work)"
+    elif act["call"] is None:
+        return None  # the harness's own work between calls
+    elif act["stream"] != stream:
+        reason = f"{what} ran on stream {act['stream']}, not the caller's stream {stream}"
+    elif act["cat"] == "kernel" and not own and not ALLOWED_TORCH_KERNELS.search(act["name"]):
+        reason = f"launched a kernel that is not the candidate's own: {name}"
+    else:
+        return None
+    return Failure(Code.TRACE_VIOLATION, reason)
 
 
 def base_name(demangled: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import random
 import re
 import socket
@@ -244,17 +245,34 @@ class Worker:
         }, payload
 
     def trace(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-        """Profile one candidate call (after a warm-up call) and summarise its GPU activity."""
-        scenario = Scenario(**req["scenario"])
-        fn = self.prepare(self.target.make_inputs(scenario, req["seed"]))
-        self.call(fn)
+        """One profiler session over one candidate call per item (scenario and seed).
+
+        The calls come after verification and timing, so each scenario has run before and the
+        profiler's residue cannot slow any timed call. A candidate error stops the session;
+        the answer names the item it happened on.
+        """
+        stopped: dict[str, Any] | None = None
         try:
-            summary = trace.collect(lambda: self.call(fn))
-        except CandidateError:
-            raise
+            with trace.Recorder() as recorder:
+                for index, item in enumerate(req["items"]):
+                    with recorder.harness():
+                        scenario = Scenario(**item["scenario"])
+                        fn = self.prepare(self.target.make_inputs(scenario, item["seed"]))
+                    try:
+                        recorder.call(index, functools.partial(self.call, fn))
+                    except CandidateError as exc:
+                        failure, fatal = exc.failure.to_json(), exc.fatal
+                        stopped = {"index": index, "failure": failure, "restart": fatal}
+                        break
+                    with recorder.harness():
+                        del fn  # this scenario's inputs, before the next one's
+                        torch.cuda.empty_cache()
+            summary, error = recorder.summary(), None
         except Exception as exc:  # the profiler itself failed: report, do not blame the kernel
-            return {"ok": True, "summary": None, "error": one_line(repr(exc), 200)}, b""
-        return {"ok": True, "summary": summary}, b""
+            summary, error = None, one_line(repr(exc), 200)
+        restart = bool(stopped and stopped["restart"])
+        header = {"ok": True, "summary": summary, "error": error, "stopped": stopped}
+        return {**header, "restart": restart}, b""
 
     def _probe(self, name: str, inputs: list[Inputs]) -> list[Callable[[], object]]:
         """An upstream's callables, after one call shows it runs this scenario."""

@@ -201,9 +201,4 @@ class WorkerClient:
 
 
 def _failure_from(header: dict[str, Any]) -> Failure:
-    raw = header.get("failure") or {}
-    try:
-        code = Code(str(raw.get("code")))
-    except ValueError:
-        code = Code.HARNESS_ERROR
-    return Failure(code, str(raw.get("reason", "worker refused the request")))
+    return Failure.from_json(header.get("failure"))

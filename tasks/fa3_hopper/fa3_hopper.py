@@ -17,7 +17,7 @@ from inspect_ai import Task, task
 from evals.bench import TaskSettings, kernel_task
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 2  # 2: symbol check on, GPU trace check (a kernel that passed 1 may fail 2)
+TASK_VERSION = 3  # 2: symbol and GPU trace checks on; 3: one trace session after all timing
 TARGET = "fa3_hopper"
 ROOT = Path(__file__).resolve().parents[2]
 
