@@ -1,4 +1,5 @@
 import socket
+import threading
 import time
 
 import pytest
@@ -24,3 +25,29 @@ def test_messages_timeouts_and_close():
     a.close()
     with pytest.raises(channel.ChannelClosed):
         channel.recv(b, time.monotonic() + 1)
+
+
+def test_several_tensors_of_mixed_sizes_travel_in_one_payload_and_come_back_equal():
+    # a bf16 tensor of odd length puts the next (8-byte) tensor at a misaligned offset
+    tensors = [torch.randn(3).bfloat16(), torch.randn(5, dtype=torch.float64),
+               torch.empty(0), torch.randint(0, 9, (4,), dtype=torch.int8),
+               torch.zeros(2, dtype=torch.complex64)]
+    metas, payload = channel.pack_tensors(tensors)
+    assert [m["nbytes"] for m in metas] == [6, 40, 0, 4, 0]  # complex does not travel
+    a, b = socket.socketpair()
+    channel.send(a, {"tensors": metas}, payload)
+    header, received = channel.recv(b, time.monotonic() + 5)
+    back = channel.unpack_tensors(header["tensors"][:4], received)
+    for x, y in zip(back, tensors, strict=False):
+        assert x.dtype == y.dtype and torch.equal(x, y)
+
+
+def test_a_large_payload_arrives_whole_through_the_socket():
+    t = torch.arange(3 << 20, dtype=torch.int32)  # 12 MiB: many socket reads
+    metas, payload = channel.pack_tensors([t])
+    a, b = socket.socketpair()
+    sender = threading.Thread(target=channel.send, args=(a, {"m": metas}, payload))
+    sender.start()
+    header, received = channel.recv(b, time.monotonic() + 30)
+    sender.join()
+    assert torch.equal(channel.unpack_tensors(header["m"], received)[0], t)

@@ -6,6 +6,7 @@ candidate running in the worker cannot execute code in the parent through the ch
 
 from __future__ import annotations
 
+import ctypes
 import json
 import select
 import socket
@@ -17,35 +18,41 @@ import torch
 
 _LEN = struct.Struct("!II")
 MAX_HEADER = 1 << 20
+Buffer = bytes | bytearray | memoryview
+"""A payload: raw bytes, sent and received without extra copies."""
 
 
 class ChannelClosed(Exception):
     """The other end closed the channel (e.g. the worker died)."""
 
 
-def send(sock: socket.socket, header: dict[str, Any], payload: bytes = b"") -> None:
-    """Send one message."""
+def send(sock: socket.socket, header: dict[str, Any], payload: Buffer = b"") -> None:
+    """Send one message (the payload is not copied)."""
     data = json.dumps(header).encode()
-    sock.sendall(_LEN.pack(len(data), len(payload)) + data + payload)
+    payload = memoryview(payload).cast("B")
+    sock.sendall(_LEN.pack(len(data), payload.nbytes) + data)
+    if payload.nbytes:
+        sock.sendall(payload)
 
 
-def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
-    chunks: list[bytes] = []
-    remaining = n
-    while remaining:
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytearray:
+    """``n`` bytes, read straight into one buffer."""
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
         if deadline is not None:
             wait = deadline - time.monotonic()
             if wait <= 0 or not select.select([sock], [], [], wait)[0]:
                 raise TimeoutError
-        chunk = sock.recv(min(remaining, 1 << 20))
-        if not chunk:
+        count = sock.recv_into(view[got:], min(n - got, 1 << 24))
+        if not count:
             raise ChannelClosed
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+        got += count
+    return buf
 
 
-def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict[str, Any], bytes]:
+def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict[str, Any], Buffer]:
     """Receive one message; ``deadline`` is a ``time.monotonic()`` value or None.
 
     Raises:
@@ -82,43 +89,70 @@ WIRE_DTYPES: dict[str, torch.dtype] = {
 }
 
 
-def tensor_to_wire(t: torch.Tensor) -> tuple[dict[str, Any], bytes]:
-    """Describe and serialise a tensor (copied to the CPU)."""
-    name = str(t.dtype).removeprefix("torch.")
-    meta = {"shape": list(t.shape), "dtype": name, "device": t.device.type}
-    if name not in WIRE_DTYPES:
-        return meta, b""
-    flat = t.detach().to("cpu").contiguous().reshape(-1)
-    return meta, flat.view(torch.uint8).numpy().tobytes()
+def tensor_to_wire(t: torch.Tensor) -> tuple[dict[str, Any], Buffer]:
+    """Describe and serialise a tensor (copied to the CPU; pinned memory for GPU tensors)."""
+    metas, payload = pack_tensors([t])
+    meta = {k: v for k, v in metas[0].items() if k != "nbytes"}
+    return meta, payload
 
 
-def pack_tensors(tensors: list[torch.Tensor]) -> tuple[list[dict[str, Any]], bytes]:
-    """Serialise several tensors into one payload; each meta records its byte count."""
-    metas, chunks = [], []
+def pack_tensors(tensors: list[torch.Tensor]) -> tuple[list[dict[str, Any]], Buffer]:
+    """Serialise several tensors into one payload; each meta records its byte count.
+
+    Each tensor's bytes are copied once, into one host buffer (pinned when any tensor is on
+    the GPU, so the device-to-host copies run at full speed).
+    """
+    metas: list[dict[str, Any]] = []
+    flats: list[torch.Tensor | None] = []
     for t in tensors:
-        meta, data = tensor_to_wire(t)
-        metas.append({**meta, "nbytes": len(data)})
-        chunks.append(data)
-    return metas, b"".join(chunks)
+        name = str(t.dtype).removeprefix("torch.")
+        meta = {"shape": list(t.shape), "dtype": name, "device": t.device.type}
+        flat = (
+            t.detach().contiguous().reshape(-1).view(torch.uint8) if name in WIRE_DTYPES else None
+        )
+        metas.append({**meta, "nbytes": 0 if flat is None else flat.numel()})
+        flats.append(flat)
+    total = sum(int(m["nbytes"]) for m in metas)
+    if total == 0:
+        return metas, b""
+    pinned = any(f is not None and f.is_cuda for f in flats)
+    host = torch.empty(total, dtype=torch.uint8, pin_memory=pinned)
+    offset = 0
+    for flat in flats:
+        if flat is not None and flat.numel():
+            host[offset : offset + flat.numel()].copy_(flat)
+            offset += flat.numel()
+    return metas, host.numpy().data
 
 
-def unpack_tensors(metas: list[dict[str, Any]], payload: bytes) -> list[torch.Tensor]:
+def unpack_tensors(metas: list[dict[str, Any]], payload: Buffer) -> list[torch.Tensor]:
     """Inverse of :func:`pack_tensors`; tensors sent from a GPU go back to the GPU."""
     out, offset = [], 0
+    view = memoryview(payload).cast("B")
     for meta in metas:
         n = int(meta["nbytes"])
-        t = tensor_from_wire(meta, payload[offset : offset + n])
+        t = tensor_from_wire(meta, view[offset : offset + n])
         out.append(t.to(meta["device"]) if meta["device"] == "cuda" else t)
         offset += n
     return out
 
 
-def tensor_from_wire(meta: dict[str, Any], payload: bytes) -> torch.Tensor:
-    """Rebuild a tensor sent by :func:`tensor_to_wire`.
+def tensor_from_wire(meta: dict[str, Any], payload: Buffer) -> torch.Tensor:
+    """Rebuild a tensor sent by :func:`tensor_to_wire` (sharing ``payload`` when aligned).
 
     Raises:
         KeyError: The dtype is not one that travels (e.g. complex); the caller rejects it.
     """
     dtype = WIRE_DTYPES[meta["dtype"]]
-    raw = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.empty(0)
+    view = memoryview(payload).cast("B")
+    if not view.nbytes:
+        return torch.empty(0, dtype=dtype).reshape(meta["shape"])
+    size = torch.empty((), dtype=dtype).element_size()
+    aligned = not view.readonly and _address(view) % size == 0
+    raw = torch.frombuffer(view if aligned else bytearray(view), dtype=torch.uint8)
     return raw.view(dtype).reshape(meta["shape"])
+
+
+def _address(view: memoryview) -> int:
+    """The address of a writable buffer's first byte."""
+    return ctypes.addressof(ctypes.c_char.from_buffer(view))

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -22,6 +23,8 @@ from evals.harness.worker_client import WorkerClient, WorkerFailure
 RACE_ULPS = 2.0
 """Runs on the same input may differ by rounding only: this many epsilons of the output dtype,
 at the output's scale (an atomic reduction that reorders additions stays within it)."""
+PHASES = ("verify", "probe", "time")
+"""The phases of judging one scenario, in order, each timed (``ScenarioResult.seconds``)."""
 TRACE_S_PER_SCENARIO = 5.0
 """Seconds the trace request may take per scenario (inputs and one call), above the call limit."""
 SUSPICIOUS_SPEEDUP = 1.5
@@ -36,12 +39,13 @@ def derive_seed(seed: int, *parts: object) -> int:
 
 @dataclass
 class Tally:
-    """Seconds spent in candidate calls, upstream calls, the parent's checks and the trace."""
+    """Seconds in candidate calls, upstream calls, the parent's checks, the trace, unpacking."""
 
     candidate_s: float = 0.0
     upstream_s: float = 0.0
     reference_s: float = 0.0
     trace_s: float = 0.0
+    unpack_s: float = 0.0
 
 
 @dataclass
@@ -67,10 +71,18 @@ def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
         reason = up.unsupported_reason(scenario)
         if reason is not None:
             result.unsupported[up.name] = reason
+    steps = {"verify": _verify, "probe": _probe, "time": _time}
+    failure = None
     try:
-        failure = _verify(session, scenario, result) or _probe(session, scenario, result)
-        if failure is None and session.command != "check":
-            failure = _time(session, scenario, result)
+        for name in PHASES[:2] if session.command == "check" else PHASES:
+            phase = steps[name]
+            t0 = time.monotonic()
+            try:
+                failure = phase(session, scenario, result)
+            finally:
+                result.seconds[name] = time.monotonic() - t0
+            if failure is not None:
+                break
     except WorkerFailure as exc:
         failure = exc.failure
     finally:
@@ -161,7 +173,7 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
     }
     header, payload = session.client.request(request)
     _note_peak(result, "worker", header.get("peak_reserved_bytes"))
-    outputs = channel.unpack_tensors(header["tensors"], payload)
+    outputs = _unpack(session, header["tensors"], payload)
     if header.get("skipped"):
         result.checks["anti_caching"] = "skipped: inputs too large to copy twice"
     t0 = time.monotonic()
@@ -256,6 +268,17 @@ def _expected(
     return reference, baseline
 
 
+def _unpack(
+    session: Session, metas: list[dict[str, Any]], payload: channel.Buffer
+) -> list[torch.Tensor]:
+    """Rebuild the worker's tensors (onto the GPU for GPU targets), counting the seconds."""
+    t0 = time.monotonic()
+    try:
+        return channel.unpack_tensors(metas, payload)
+    finally:
+        session.tally.unpack_s += time.monotonic() - t0
+
+
 def _note_peak(result: ScenarioResult, process: str, peak: object) -> None:
     """Keep the largest GPU memory reserved by ``process`` (worker or harness) in this scenario."""
     if isinstance(peak, int | float):
@@ -275,7 +298,7 @@ def _run(
     if meta["dtype"] not in channel.WIRE_DTYPES:
         reason = f"output dtype {meta['dtype']} is not supported"
         raise WorkerFailure(Failure(Code.WRONG_DTYPE, reason))
-    return channel.unpack_tensors([{**meta, "nbytes": len(payload)}], payload)[0]
+    return _unpack(session, [{**meta, "nbytes": len(payload)}], payload)[0]
 
 
 def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
@@ -308,7 +331,7 @@ def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failu
     worst = max(result.times.values(), key=lambda st: st.rse)
     if worst.rse >= settings.target_rse:
         result.flags.append(f"timing stopped at {header['stop']} with rse {worst.rse:.2%}")
-    timed = channel.unpack_tensors(header["tensors"], payload)
+    timed = _unpack(session, header["tensors"], payload)
     return _check_timed(session, scenario, seeds, timed, result) or _plausible(
         session, scenario, result
     )

@@ -16,7 +16,7 @@ from evals.harness import provenance, trace
 from evals.harness.build import BuildResult, build
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
-from evals.harness.judge import Session, Tally, judge_scenario, trace_all
+from evals.harness.judge import PHASES, Session, Tally, judge_scenario, trace_all
 from evals.harness.scenarios import Scenario, Suite
 from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
@@ -158,6 +158,12 @@ def _finish(
         "upstream_calls_s": tally.upstream_s,
         "reference_s": tally.reference_s,
         "trace_s": tally.trace_s,
+        "unpack_s": tally.unpack_s,
+        **{
+            f"{phase}_s": sum(r.seconds.get(phase, 0.0) for r in verdict.results)
+            for phase in PHASES
+        },
+        **{k: v for k, v in verdict.timing.items() if k in ("setup_s", "requests_s", "worker_s")},
     }
 
 
@@ -225,6 +231,7 @@ def _judge_all(
             candidate_upstream=settings.candidate_upstream,
             clean_env=settings.command == "score",
         )
+        t0 = time.monotonic()
         try:
             client.start()
         except WorkerFailure as exc:
@@ -232,6 +239,7 @@ def _judge_all(
             return
         try:
             ceilings = target.measure_ceilings() if verdict.command != "check" else None
+            verdict.timing["setup_s"] = time.monotonic() - t0
             state = {"before": target.device_state()}
             ceil_json = dataclasses.asdict(ceilings) if ceilings else None
             verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
@@ -245,6 +253,7 @@ def _judge_all(
             state["after"] = target.device_state()
             verdict.provenance = {**verdict.provenance, "device_state": state}
         finally:
+            verdict.timing.update(requests_s=client.request_s, worker_s=client.worker_s)
             client.close()
 
 

@@ -33,6 +33,7 @@ class ScenarioResult:
         flags: Notes for a reader (e.g. timing did not converge).
         checks: Each integrity check that ran on this scenario and what it found
             (``passed: ...``, ``failed``, ``skipped: why``).
+        seconds: Wall seconds of each phase of judging it (``verify``, ``probe``, ``time``).
 
     """
 
@@ -48,6 +49,7 @@ class ScenarioResult:
     memory: dict[str, float] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def speedup(self, upstream: str) -> float | None:
         """Upstream median over candidate median, or None when either is missing."""
@@ -83,6 +85,7 @@ class ScenarioResult:
             "memory": self.memory,
             "flags": self.flags,
             "checks": self.checks,
+            "seconds": self.seconds,
         }
 
 

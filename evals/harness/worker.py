@@ -142,7 +142,7 @@ class Worker:
             return self.target.upstream(self.candidate_upstream).prepare(inputs)
         return self.target.prepare_candidate(self.ops, inputs)
 
-    def run(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    def run(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
         """Run the candidate once on the inputs of ``req['seed']`` and return its output."""
         scenario = Scenario(**req["scenario"])
         inputs = self.target.make_inputs(scenario, req["seed"])
@@ -179,7 +179,7 @@ class Worker:
             raise CandidateError(Failure(Code.WRONG_SIGNATURE, reason))
         return out
 
-    def probe(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    def probe(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
         """Anti-caching and race probes on two input sets A and B.
 
         Returns the outputs for B computed (1) in A's buffers refilled with B's data (same
@@ -207,7 +207,7 @@ class Worker:
         metas, payload = channel.pack_tensors([same_pointers, new_buffers])
         return {"ok": True, "tensors": metas, "race_spread": spread, "race_scale": scale}, payload
 
-    def time(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    def time(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
         """Time the candidate and the named upstreams, interleaved, over rotated input sets."""
         scenario = Scenario(**req["scenario"])
         inputs = self.target.make_timing_inputs(scenario, list(req["seeds"]))
@@ -244,7 +244,7 @@ class Worker:
             "stop": run.stop,
         }, payload
 
-    def trace(self, req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    def trace(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
         """One profiler session over one candidate call per item (scenario and seed).
 
         The calls come after verification and timing, so each scenario has run before and the
@@ -319,8 +319,10 @@ def serve(sock: socket.socket, worker: Worker) -> None:
             return
         if worker.target.device == "cuda":
             torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
         try:
             header, payload = handlers[req["op"]](req)
+            header["worker_s"] = time.perf_counter() - start
             if worker.target.device == "cuda":
                 header["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
         except CandidateError as exc:

@@ -63,6 +63,10 @@ class WorkerClient:
         self.candidate_upstream = candidate_upstream
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
+        self.request_s = 0.0
+        """Seconds spent in requests, from sending to the whole answer received."""
+        self.worker_s = 0.0
+        """Of those, seconds the worker spent handling them (the rest is transfer and waiting)."""
 
     @property
     def threads(self) -> int:
@@ -118,7 +122,7 @@ class WorkerClient:
 
     def request(
         self, header: dict[str, Any], timeout_s: float | None = None
-    ) -> tuple[dict[str, Any], bytes]:
+    ) -> tuple[dict[str, Any], channel.Buffer]:
         """Send a request and wait for its answer.
 
         Raises:
@@ -135,14 +139,20 @@ class WorkerClient:
             channel.send(self.sock, header)
         except OSError:
             raise WorkerFailure(self._death("receiving a request")) from None
-        answer, payload = self._receive(time.monotonic() + timeout, header.get("op", "?"))
+        start = time.monotonic()
+        try:
+            answer, payload = self._receive(start + timeout, header.get("op", "?"))
+        finally:
+            self.request_s += time.monotonic() - start
+        worker_s = answer.get("worker_s")
+        self.worker_s += float(worker_s) if isinstance(worker_s, int | float) else 0.0
         if not answer.get("ok"):
             if answer.get("restart"):  # e.g. a CUDA error: the worker's context is unusable
                 self.kill()
             raise WorkerFailure(_failure_from(answer))
         return answer, payload
 
-    def _receive(self, deadline: float, doing: str) -> tuple[dict[str, Any], bytes]:
+    def _receive(self, deadline: float, doing: str) -> tuple[dict[str, Any], channel.Buffer]:
         assert self.sock is not None
         try:
             return channel.recv(self.sock, deadline)
