@@ -82,6 +82,28 @@ def test_reference_chunks_queries_with_bottom_right_mask(monkeypatch):
     assert torch.allclose(problem.reference(p, inputs), whole)
 
 
+@pytest.mark.parametrize("limit", [64 * 9 * 3, 2 * 9 * 40 * 2, 1 << 27])
+def test_reference_chunks_over_sequences_heads_and_rows_give_the_same_result(monkeypatch, limit):
+    # small limits force one sequence, one KV head and a few rows per call; large ones batch all
+    p = _tiny(batch=3, heads_q=8, heads_kv=4, seqlen_q=40, seqlen_k=9 + 40 - 5, causal=True)
+    inputs = problem.make_inputs(p, 5, device="cpu")
+    per_sequence = [reference_attention(inputs["q"][b : b + 1], inputs["k"][b : b + 1],
+                                        inputs["v"][b : b + 1], causal=True,
+                                        softmax_scale=p.softmax_scale) for b in range(3)]
+    monkeypatch.setattr(problem, "REFERENCE_CHUNK_ELEMENTS", limit)
+    assert torch.allclose(problem.reference(p, inputs), torch.cat(per_sequence))
+
+
+def test_uniform_kvcache_batches_sequences_like_one_at_a_time(monkeypatch):
+    p = Fa3Params.from_params(dict(kind="kvcache", category="t", dtype="float8_e4m3fn", batch=4,
+                                   heads_q=16, heads_kv=1, head_dim=64, causal=False,
+                                   seqlen_q=1, cache_len=30))
+    inputs = problem.make_inputs(p, 6, device="cpu")
+    together = problem.reference(p, inputs)
+    monkeypatch.setattr(problem, "REFERENCE_CHUNK_ELEMENTS", 30 * 64)  # one sequence a call
+    assert torch.allclose(problem.reference(p, inputs), together)
+
+
 def test_fp8_inputs_round_trip_through_descales():
     p = _tiny(dtype="float8_e4m3fn", causal=False, seqlen_q=8, seqlen_k=8)
     inputs = problem.make_inputs(p, 3, device="cpu")

@@ -4,7 +4,9 @@ import hashlib
 import json
 import os
 
+from evals.harness import get_target
 from evals.harness.hygiene import clean_environment, verify_install
+from evals.harness.worker_client import WorkerClient
 from tests.helpers import START_CPU, run_harness
 
 
@@ -54,3 +56,13 @@ def test_score_builds_afresh_in_a_private_cache(tmp_path):
     build = json.loads(out.read_text())["build"]
     assert not build["cached"] and build["seconds"] > 0
     assert os.environ["KERNELSEEK_CACHE"] not in build["library"]
+
+
+def test_openmp_threads_are_pinned_for_cpu_targets_only(tmp_path):
+    outer = {"PATH": "/usr/bin", "LD_PRELOAD": "/tmp/evil.so"}
+    cpu = WorkerClient(get_target("cpu_attention"), None, tmp_path / "log", clean_env=True)
+    env = cpu.environment(outer)
+    assert env["OMP_PROC_BIND"] == "close" and "LD_PRELOAD" not in env
+    gpu = WorkerClient(get_target("fa3_hopper"), None, tmp_path / "log")
+    env = gpu.environment(outer)  # pinning would tie the CUDA driver's threads to one core
+    assert "OMP_PROC_BIND" not in env and "OMP_PLACES" not in env and env["PATH"] == "/usr/bin"

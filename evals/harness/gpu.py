@@ -16,6 +16,10 @@ from typing import Any
 
 import torch
 
+CACHE_KEEP_BYTES = 8 << 30
+"""GPU memory a process's caching allocator may keep between requests. More is handed back
+(two processes share the GPU's memory budget); less is kept, because handing memory back and
+allocating it again costs time on every request (it was churned on every one before)."""
 FLUSH_FACTOR = 4
 """The flush buffer is this many times the L2 size (at least twice, as required)."""
 
@@ -61,6 +65,12 @@ class Ceilings:
         """
         peak = self.matmul_tflops * (2.0 if fp8 else 1.0)
         return max(flops / (peak * 1e6), nbytes / (self.copy_gbps * 1e3))
+
+
+def release_cached_memory(keep_bytes: int = CACHE_KEEP_BYTES) -> None:
+    """Hand the caching allocator's unused GPU memory back once it holds over ``keep_bytes``."""
+    if torch.cuda.memory_reserved() > keep_bytes:
+        torch.cuda.empty_cache()
 
 
 def measure_ceilings(reps: int = 10) -> Ceilings:

@@ -12,7 +12,7 @@ import torch
 
 from evals.harness import channel, trace
 from evals.harness.failures import Code, Failure
-from evals.harness.gpu import Ceilings
+from evals.harness.gpu import Ceilings, release_cached_memory
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target
 from evals.harness.timing import TimingStats
@@ -87,7 +87,7 @@ def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
         failure = exc.failure
     finally:
         if target.device == "cuda":
-            torch.cuda.empty_cache()
+            release_cached_memory()
     result.failure = failure
     result.correct = failure is None
     return result
@@ -119,7 +119,7 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
         del reference, baseline
         if target.device == "cuda":  # hand the memory back before the worker's next request
             _note_peak(result, "harness", torch.cuda.max_memory_reserved())
-            torch.cuda.empty_cache()
+            release_cached_memory()
         session.tally.reference_s += time.monotonic() - t0
         figures = {
             "max_abs": check.max_abs_error,

@@ -23,6 +23,7 @@ import torch
 
 from evals.harness import channel, trace
 from evals.harness.failures import Code, Failure, one_line
+from evals.harness.gpu import release_cached_memory
 from evals.harness.guards import (
     CLONE_LIMIT_BYTES,
     KEEP_INPUTS_BYTES,
@@ -266,7 +267,7 @@ class Worker:
                         break
                     with recorder.harness():
                         del fn  # this scenario's inputs, before the next one's
-                        torch.cuda.empty_cache()
+                        release_cached_memory()
             summary, error = recorder.summary(), None
         except Exception as exc:  # the profiler itself failed: report, do not blame the kernel
             summary, error = None, one_line(repr(exc), 200)
@@ -331,7 +332,7 @@ def serve(sock: socket.socket, worker: Worker) -> None:
         finally:
             if worker.target.device == "cuda":
                 with contextlib.suppress(Exception):  # after a CUDA error this raises too
-                    torch.cuda.empty_cache()
+                    release_cached_memory()
         channel.send(sock, header, payload)
         if header.get("restart"):
             return

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,20 @@ class WorkerClient:
         """Intra-op threads given to candidate and upstream."""
         return self.target.limits.threads or len(os.sched_getaffinity(0))
 
+    def environment(self, outer: Mapping[str, str]) -> dict[str, str]:
+        """The worker's environment, from ``outer`` (cleaned for ``score``).
+
+        CPU targets pin OpenMP threads (the candidate's and torch's) to cores. GPU targets do
+        not: libgomp would pin the worker's main thread to one core, and every thread started
+        later (the CUDA driver's too) would inherit that single core.
+        """
+        base = clean_environment(outer) if self.clean_env else dict(outer)
+        env = dict(base, OMP_NUM_THREADS=str(self.threads), PYTHONUNBUFFERED="1")
+        if self.target.device == "cpu":
+            env.setdefault("OMP_PROC_BIND", "close")
+            env.setdefault("OMP_PLACES", "cores")
+        return env
+
     def start(self) -> None:
         """Start the worker and wait until it has loaded the candidate.
 
@@ -82,10 +97,7 @@ class WorkerClient:
         """
         parent, child = socket.socketpair()
         limit = self.target.limits.memory_limit_bytes
-        base = clean_environment(os.environ) if self.clean_env else dict(os.environ)
-        env = dict(base, OMP_NUM_THREADS=str(self.threads), PYTHONUNBUFFERED="1")
-        env.setdefault("OMP_PROC_BIND", "close")  # pin OpenMP threads, candidate's and torch's
-        env.setdefault("OMP_PLACES", "cores")
+        env = self.environment(os.environ)
 
         def limit_memory() -> None:
             if limit is not None:

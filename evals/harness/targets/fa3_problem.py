@@ -174,64 +174,87 @@ def _maybe_fp8(p: Fa3Params, **tensors: torch.Tensor) -> dict[str, Any]:
     return out
 
 
-def _sequence_reference(
+def _block_reference(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float
 ) -> torch.Tensor:
-    """Float64 attention of one sequence, chunked; q: (sq, hq, d), k, v: (sk, hkv, d).
+    """Float64 attention of equal-length sequences; q: (b, sq, hq, d), k, v: (b, sk, hkv, d).
 
-    Chunks run over KV heads (so GQA never materialises repeated keys) and query rows (so
-    the float64 scores stay under :data:`REFERENCE_CHUNK_ELEMENTS`).
+    Work is cut into as few calls as fit: over sequences, KV heads and query rows, so that
+    neither the float64 scores nor the keys repeated for GQA exceed
+    :data:`REFERENCE_CHUNK_ELEMENTS` (a Python loop of tiny calls dominated its cost).
     """
-    sq, hq, d = q.shape
-    sk, hkv = k.shape[0], k.shape[1]
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
     group = hq // hkv
-    out = torch.zeros(sq, hq, d, dtype=torch.float64, device=q.device)
-    rows = max(1, min(sq, REFERENCE_CHUNK_ELEMENTS // max(1, sk * group)))
-    for g in range(hkv):
-        heads = slice(g * group, (g + 1) * group)
-        for i0 in range(0, sq, rows):
-            i1 = min(sq, i0 + rows)
-            k_end = max(0, min(sk, i1 + sk - sq)) if causal else sk
-            if k_end == 0:
-                continue
-            out[i0:i1, heads] = reference_attention(
-                q[None, i0:i1, heads],
-                k[None, :k_end, g : g + 1],
-                v[None, :k_end, g : g + 1],
-                causal=causal,
-                softmax_scale=scale,
-            )[0]
+    unit = group * max(1, sk)  # elements per sequence, KV head and query row (or head dim)
+    out = torch.zeros(b, sq, hq, d, dtype=torch.float64, device=q.device)
+    b_step = max(1, min(b, REFERENCE_CHUNK_ELEMENTS // (unit * d)))
+    for b0 in range(0, b, b_step):
+        bs = slice(b0, min(b, b0 + b_step))
+        n = bs.stop - b0
+        h_step = max(1, min(hkv, REFERENCE_CHUNK_ELEMENTS // (n * unit * max(d, sq))))
+        rows = sq if h_step > 1 else max(1, min(sq, REFERENCE_CHUNK_ELEMENTS // (n * unit)))
+        for g0 in range(0, hkv, h_step):
+            gs = slice(g0, min(hkv, g0 + h_step))
+            heads = slice(gs.start * group, gs.stop * group)
+            for i0 in range(0, sq, rows):
+                i1 = min(sq, i0 + rows)
+                k_end = max(0, min(sk, i1 + sk - sq)) if causal else sk
+                if k_end == 0:
+                    continue
+                out[bs, i0:i1, heads] = reference_attention(
+                    q[bs, i0:i1, heads],
+                    k[bs, :k_end, gs],
+                    v[bs, :k_end, gs],
+                    causal=causal,
+                    softmax_scale=scale,
+                )
     return out
 
 
 def reference(p: Fa3Params, inputs: Mapping[str, Any]) -> torch.Tensor:
-    """The float64 output for ``inputs`` (dequantised for fp8), shaped like q."""
+    """The float64 output for ``inputs`` (dequantised for fp8), shaped like q.
+
+    Sequences of equal key length are computed together, as many as keep their float64 keys
+    and values under :data:`REFERENCE_CHUNK_ELEMENTS`.
+    """
     scale = inputs["softmax_scale"]
     if p.kind == "varlen":
         cu = inputs["cu_seqlens"].tolist()
         parts = [
-            _sequence_reference(
-                inputs["q"][a:b], inputs["k"][a:b], inputs["v"][a:b], p.causal, scale
-            )
+            _block_reference(
+                inputs["q"][None, a:b],
+                inputs["k"][None, a:b],
+                inputs["v"][None, a:b],
+                p.causal,
+                scale,
+            )[0]
             for a, b in itertools.pairwise(cu)
         ]
         return torch.cat(parts)
     key, val = ("k", "v") if p.kind == "prefill" else ("k_cache", "v_cache")
     lens = inputs["cache_seqlens"].tolist() if p.kind == "kvcache" else [p.seqlen_k] * p.batch
+    per_seq = (max(lens) + p.seqlen_new) * p.heads_kv * p.head_dim
+    step = max(1, REFERENCE_CHUNK_ELEMENTS // max(1, per_seq))
 
-    def one(name: str, b: int, rows: int | None = None) -> torch.Tensor:
+    def one(name: str, bs: slice, rows: int | None = None) -> torch.Tensor:
         descale = inputs[f"{name[0]}_descale"]
-        x = inputs[name][b : b + 1, :rows]
-        return dequantize(x, None if descale is None else descale[b : b + 1])[0]
+        return dequantize(inputs[name][bs, :rows], None if descale is None else descale[bs])
 
     out = []
-    for b in range(p.batch):
-        kb, vb = one(key, b, lens[b]), one(val, b, lens[b])
+    b0 = 0
+    while b0 < p.batch:
+        b1 = b0 + 1
+        while b1 < p.batch and b1 - b0 < step and lens[b1] == lens[b0]:
+            b1 += 1
+        bs = slice(b0, b1)
+        kb, vb = one(key, bs, lens[b0]), one(val, bs, lens[b0])
         if p.append:
-            kb = torch.cat([kb, inputs["k_new"][b].double()])
-            vb = torch.cat([vb, inputs["v_new"][b].double()])
-        out.append(_sequence_reference(one("q", b), kb, vb, p.causal, scale))
-    return torch.stack(out)
+            kb = torch.cat([kb, inputs["k_new"][bs].double()], dim=1)
+            vb = torch.cat([vb, inputs["v_new"][bs].double()], dim=1)
+        out.append(_block_reference(one("q", bs), kb, vb, p.causal, scale))
+        b0 = b1
+    return torch.cat(out)
 
 
 def work(p: Fa3Params, *, lower_bound: bool = False) -> tuple[float, float]:
