@@ -331,6 +331,8 @@ def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failu
     worst = max(result.times.values(), key=lambda st: st.rse)
     if worst.rse >= settings.target_rse:
         result.flags.append(f"timing stopped at {header['stop']} with rse {worst.rse:.2%}")
+    result.seconds["time_loop"] = float(header.get("loop_s", 0.0))
+    result.seconds["time_worker"] = float(header.get("worker_s", 0.0))
     timed = _unpack(session, header["tensors"], payload)
     return _check_timed(session, scenario, seeds, timed, result) or _plausible(
         session, scenario, result
@@ -354,7 +356,8 @@ def _check_timed(
                 reason = f"a timed call on input set {i} returned a wrong result: {failure.reason}"
                 return Failure(Code.STALE_RESULT, reason)
     finally:
-        session.tally.reference_s += time.monotonic() - t0
+        result.seconds["time_check"] = time.monotonic() - t0
+        session.tally.reference_s += result.seconds["time_check"]
     result.checks["timed_outputs"] = (
         f"passed: the latest timed output of all {len(outputs)} input sets"
     )

@@ -152,6 +152,7 @@ def _finish(
     verdict.status = (
         "ok" if verdict.failure is None and all(r.correct for r in verdict.results) else "failed"
     )
+    parts = [*PHASES, *sorted({k for r in verdict.results for k in r.seconds} - set(PHASES))]
     verdict.timing = {
         "build_s": built.seconds if built else 0.0,
         "candidate_calls_s": tally.candidate_s,
@@ -159,10 +160,7 @@ def _finish(
         "reference_s": tally.reference_s,
         "trace_s": tally.trace_s,
         "unpack_s": tally.unpack_s,
-        **{
-            f"{phase}_s": sum(r.seconds.get(phase, 0.0) for r in verdict.results)
-            for phase in PHASES
-        },
+        **{f"{part}_s": sum(r.seconds.get(part, 0.0) for r in verdict.results) for part in parts},
         **{k: v for k, v in verdict.timing.items() if k in ("setup_s", "requests_s", "worker_s")},
     }
 

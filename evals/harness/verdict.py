@@ -33,7 +33,9 @@ class ScenarioResult:
         flags: Notes for a reader (e.g. timing did not converge).
         checks: Each integrity check that ran on this scenario and what it found
             (``passed: ...``, ``failed``, ``skipped: why``).
-        seconds: Wall seconds of each phase of judging it (``verify``, ``probe``, ``time``).
+        seconds: Wall seconds of each phase of judging it (``verify``, ``probe``, ``time``),
+            and parts of ``time``: the worker's request (``time_worker``), its timing loop
+            with warm-up (``time_loop``) and the check of the timed outputs (``time_check``).
 
     """
 

@@ -222,6 +222,7 @@ class Worker:
                 impls[name] = self._probe(name, inputs)
             except Exception as exc:  # an upstream that cannot run it is reported, not fatal
                 unsupported[name] = f"{type(exc).__name__}: {one_line(str(exc), 200)}"
+        start = time.perf_counter()
         try:
             run = measure(
                 impls,
@@ -243,6 +244,7 @@ class Worker:
             "busy_s": dict(run.busy_s),
             "trials": run.trials,
             "stop": run.stop,
+            "loop_s": time.perf_counter() - start,
         }, payload
 
     def trace(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
