@@ -33,7 +33,7 @@ from evals.harness.guards import (
 )
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, OutputSpec, Target, get_target
-from evals.harness.timing import TimingSettings, measure
+from evals.harness.timing import Timer, TimingSettings, measure
 
 _SIGNATURE_ERROR = re.compile(
     r"Declaration:|Expected a value of type|argument\(s\)|missing value for argument"
@@ -124,6 +124,7 @@ class Worker:
         self.ops: Any = None
         self.earlier: list[torch.Tensor] = []
         self.earlier_inputs: list[Inputs] = []
+        self._timer: Timer | None = None
         if candidate_upstream is not None:
             return
         torch.ops.load_library(library)  # type: ignore[no-untyped-call]
@@ -226,7 +227,7 @@ class Worker:
         try:
             run = measure(
                 impls,
-                timer=self.target.timer(),
+                timer=self.timer(),
                 settings=TimingSettings(**req["settings"]),
                 rng=random.Random(req["rng_seed"]),
             )
@@ -246,6 +247,12 @@ class Worker:
             "stop": run.stop,
             "loop_s": time.perf_counter() - start,
         }, payload
+
+    def timer(self) -> Timer:
+        """The target's timer, made once (a GPU timer holds an L2-flush buffer of 240 MiB)."""
+        if self._timer is None:
+            self._timer = self.target.timer()
+        return self._timer
 
     def trace(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
         """One profiler session over one candidate call per item (scenario and seed).
