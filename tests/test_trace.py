@@ -22,6 +22,7 @@ from evals.harness.trace import (
 )
 from evals.harness.verdict import ScenarioResult
 from evals.harness.worker_client import WorkerFailure
+from tests.helpers import START_CPU
 
 TID, STREAM = 439, 7
 OWN = "void (anonymous namespace)::attention<128, __nv_bfloat16>((anonymous namespace)::Args)"
@@ -210,3 +211,20 @@ def test_trace_all_fails_every_traced_scenario_when_the_worker_hangs_under_the_p
     trace_all(session, results)
     assert all(not r.correct and r.failure.code == Code.TIMEOUT for r in results)
     assert all(r.checks["trace"].startswith("failed: no answer") for r in results)
+
+
+def test_a_scenario_failed_by_the_trace_is_reported_again_in_the_progress(monkeypatch):
+    from evals.harness import runner
+
+    def fail_first(session, results):
+        results[0].correct = False
+        results[0].failure = Failure(Code.TRACE_VIOLATION, "launched a foreign kernel")
+
+    monkeypatch.setattr(runner, "trace_all", fail_first)
+    lines = []
+    settings = runner.RunSettings("check", "cpu_attention", START_CPU, suite="smoke", seed=1)
+    verdict = runner.evaluate(settings, progress=lambda *args: lines.append(args))
+    assert verdict.status == "failed" and len(lines) == len(verdict.results) + 1
+    done, total, result = lines[-1]
+    assert (done, total) == (1, len(verdict.results))
+    assert result.failure.code == Code.TRACE_VIOLATION

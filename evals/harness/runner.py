@@ -247,7 +247,11 @@ def _judge_all(
                 verdict.results.append(judge_scenario(session, scenario))
                 if progress is not None:
                     progress(i + 1, len(scenarios), verdict.results[-1])
+            correct = [r.correct for r in verdict.results]
             trace_all(session, verdict.results)
+            for i, (was, result) in enumerate(zip(correct, verdict.results, strict=True)):
+                if was and not result.correct and progress is not None:  # failed the trace
+                    progress(i + 1, len(scenarios), result)
             state["after"] = target.device_state()
             verdict.provenance = {**verdict.provenance, "device_state": state}
         finally:
