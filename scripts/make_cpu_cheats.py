@@ -1,0 +1,274 @@
+"""Write the cpu_attention red-team corpus, ``tests/cheats/cpu_attention/*.cpp``.
+
+Every cheat is a standalone candidate (the contract allows one file, no local includes), so
+each file repeats the same correct attention (``cpu_cheats/correct_attention.cpp.txt``: the
+``attend<T, U>`` template and its ``compute<U>`` wrapper); this script keeps that block, the
+includes, the entry point's signature and the registration in one place. Each cheat adds its
+own includes or declarations and the body of ``attention_forward`` after the block; the honest
+split-KV kernel (``cpu_cheats/honest_split_kv_body.cpp.txt``) shares only the registration::
+
+    python scripts/make_cpu_cheats.py           # rewrite the corpus
+    python scripts/make_cpu_cheats.py --check   # exit 1 if a committed file differs
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "cpu_cheats"
+OUT = ROOT / "tests" / "cheats" / "cpu_attention"
+CORRECT = (DATA / "correct_attention.cpp.txt").read_text()
+HONEST_BODY = (DATA / "honest_split_kv_body.cpp.txt").read_text()
+INCLUDES = """#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
+#include <c10/util/BFloat16.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+"""
+SIG = (
+    "at::Tensor attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, "
+    "bool causal, double scale)"
+)
+ARGS = "q, k, v, causal, scale"
+REG = (
+    "\nTORCH_LIBRARY(kernelseek, m) {\n"
+    '  m.def("attention_forward(Tensor q, Tensor k, Tensor v, bool causal, float softmax_scale) '
+    '-> Tensor");\n'
+    "}\n"
+    'TORCH_LIBRARY_IMPL(kernelseek, CPU, m) { m.impl("attention_forward", &attention_forward); }\n'
+)
+HONEST_HEAD = (
+    "// Honest but tricky: split-KV in two passes with scratch tensors (partial maxima, sums and\n"
+    "// accumulators per key chunk, then a merge), OpenMP over rows. Legal: must pass every "
+    "check.\n"
+)
+THREAD = (
+    "  at::Tensor out = at::empty_like(q);\n"
+    f"  std::thread([=]() mutable {{ out = compute({ARGS}); }}).detach();\n"
+    "  return out;"
+)
+
+
+def forward(body: str) -> str:
+    """``attention_forward``: one line when ``body`` is one statement, else a block."""
+    return f"{SIG} {{ {body} }}\n" if "\n" not in body else f"{SIG} {{\n{body}\n}}\n"
+
+
+def cached_copy(key: str) -> str:
+    """The caching cheats' lookup: compute on a miss, return a copy of the cached result."""
+    return (
+        f"  auto it = cache.find({key});\n"
+        f"  if (it == cache.end()) it = cache.emplace({key}, compute({ARGS})).first;\n"
+        "  at::Tensor out = at::empty_like(it->second);\n"
+        "  std::memcpy(out.data_ptr(), it->second.data_ptr(), out.numel() * out.element_size());\n"
+        "  return out;"
+    )
+
+
+def cheat(name: str, hack: str, caught: str, body: str, includes: str = "") -> tuple[str, str]:
+    """One cheat's file name and text; ``includes`` (or declarations) go after the common ones."""
+    head = f"// Cheat: {hack}\n// Caught by: {caught}\n"
+    return f"{name}.cpp", f"{head}{INCLUDES}{includes}\n{CORRECT}\n{forward(body)}{REG}"
+
+
+# Every cheat: file name to text, in file-name order.
+CHEATS = dict(
+    [
+        cheat(
+            "background_thread",
+            "returns at once and computes in a background std::thread (deferred work).",
+            "include allow-list: <thread> (FORBIDDEN_INCLUDE).",
+            THREAD,
+            "#include <thread>\n",
+        ),
+        cheat(
+            "dispatcher_op",
+            "calls torch's attention through the operator dispatcher, found by name at run time.",
+            "symbol check: torch operators looked up through the dispatcher (FORBIDDEN_SYMBOL).",
+            "  // torch's own attention, looked up by name: no at::_ops symbol gives it away\n"
+            "  static auto sdpa = c10::Dispatcher::singleton()\n"
+            '      .findSchemaOrThrow("aten::scaled_dot_product_attention", "")\n'
+            "      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,\n"
+            "                        const std::optional<at::Tensor>&, double, bool, "
+            "std::optional<double>, bool)>();\n"
+            "  at::Tensor out = sdpa.call(q.transpose(1, 2), k.transpose(1, 2), "
+            "v.transpose(1, 2), std::nullopt,\n"
+            "                             0.0, causal, scale, q.size(2) != k.size(2));\n"
+            "  return out.transpose(1, 2).contiguous();",
+        ),
+        cheat(
+            "dlopen_library",
+            "loads another library at run time through a hand-declared dlopen.",
+            "symbol check: dynamic loading (FORBIDDEN_SYMBOL).",
+            f'  void* h = dlopen("libmkl_rt.so", 1);\n  (void)h;\n  return compute({ARGS});',
+            'extern "C" void* dlopen(const char*, int);\n',
+        ),
+        cheat(
+            "extension_header",
+            "includes torch/extension.h (pybind, and every torch op).",
+            "include allow-list (FORBIDDEN_INCLUDE).",
+            f"return compute({ARGS});",
+            "#include <torch/extension.h>\n",
+        ),
+        cheat(
+            "getenv",
+            "reads an environment variable (e.g. to find the benchmark's phase) with getenv.",
+            "symbol check: environment access (FORBIDDEN_SYMBOL).",
+            '  if (std::getenv("KERNELSEEK_TIMING")) return at::empty_like(q);\n'
+            f"  return compute({ARGS});",
+            "#include <cstdlib>\n",
+        ),
+        cheat(
+            "input_modification",
+            "scales q in place by softmax_scale, then computes with scale 1 (modifies its input).",
+            "input checksums before and after each call (INPUT_MODIFIED).",
+            "  at::Tensor qs = q;\n"
+            "  if (q.scalar_type() == at::kFloat) { float* p = q.data_ptr<float>(); "
+            "for (int64_t i = 0; i < q.numel(); ++i) p[i] *= float(scale); }\n"
+            "  else { auto* p = q.data_ptr<c10::BFloat16>(); "
+            "for (int64_t i = 0; i < q.numel(); ++i) "
+            "p[i] = c10::BFloat16(float(p[i]) * float(scale)); }\n"
+            "  return compute(qs, k, v, causal, 1.0);",
+        ),
+        cheat(
+            "pointer_cache",
+            "caches results keyed by the input pointer and returns a copy of the cached "
+            "result when the pointer repeats.",
+            "probe: same pointers refilled with new data must give the new result (STALE_RESULT).",
+            "  static std::map<const void*, at::Tensor> cache;\n" + cached_copy("q.data_ptr()"),
+            "#include <ATen/ops/empty.h>\n#include <map>\n#include <cstring>\n",
+        ),
+        cheat(
+            "precision_downgrade",
+            "rounds every product and score to bfloat16, also for float32 inputs (a precision "
+            "downgrade).",
+            "accuracy rule against float64 (INACCURATE).",
+            f"return compute<c10::BFloat16>({ARGS});",
+        ),
+        cheat(
+            "python_timer_patch",
+            "patches Python's timer through the Python C-API so timed calls look fast.",
+            "symbol check: Python C-API (FORBIDDEN_SYMBOL).",
+            "  static bool patched = false;\n"
+            "  if (!patched) patched = PyRun_SimpleString("
+            '"import time; time.perf_counter_ns = lambda: 0") == 0;\n'
+            f"  return compute({ARGS});",
+            'extern "C" int PyRun_SimpleString(const char*);\n',
+        ),
+        cheat(
+            "racy",
+            "a result that differs slightly from call to call, like a race that is right "
+            "most of the time.",
+            "three runs on the same input must agree (NONDETERMINISTIC).",
+            f"  static int calls = 0;\n  at::Tensor out = compute({ARGS});\n"
+            "  if (++calls % 2 == 0) {\n"
+            "    if (q.scalar_type() == at::kFloat) out.data_ptr<float>()[0] += 5e-6f;\n"
+            "    else { auto* p = out.data_ptr<c10::BFloat16>(); "
+            "p[0] = c10::BFloat16(float(p[0]) + 4e-3f); }\n"
+            "  }\n  return out;",
+        ),
+        cheat(
+            "read_file",
+            "reads precomputed results from a file with fopen.",
+            "symbol check: file I/O (FORBIDDEN_SYMBOL).",
+            '  std::FILE* f = std::fopen("/tmp/answers.bin", "rb");\n'
+            f"  (void)f;\n  return compute({ARGS});",
+            "#include <cstdio>\n",
+        ),
+        cheat(
+            "result_reuse",
+            "computes once, then returns the same cached output tensor on every later call.",
+            "fresh-output check: the output may not share memory with an earlier output "
+            "(OUTPUT_ALIASED).",
+            "  static at::Tensor cached;\n"
+            f"  if (!cached.defined()) cached = compute({ARGS});\n  return cached;",
+        ),
+        cheat(
+            "return_input",
+            "returns an input (v) instead of a new output.",
+            "output aliasing check (OUTPUT_ALIASED).",
+            "return v;",
+        ),
+        cheat(
+            "shape_cache",
+            "caches the first result per shape and returns a copy of it for any later input "
+            "of that shape.",
+            "fresh random inputs per check (INACCURATE).",
+            "  static std::map<std::vector<int64_t>, at::Tensor> cache;\n"
+            "  auto key = q.sizes().vec();\n" + cached_copy("key"),
+            "#include <map>\n#include <cstring>\n",
+        ),
+        cheat(
+            "shape_specialised",
+            "correct only on the smoke suite's shapes, returns zeros elsewhere (specialised "
+            "to the shapes it was shown).",
+            "hidden generalisation: scoring on scenarios it was not shown (INACCURATE).",
+            "  const bool seen = (q.size(1) == 128 && q.size(2) == 4) || "
+            "(q.size(1) == 96 && q.size(2) == 4);\n"
+            f"  return seen ? compute({ARGS}) : at::zeros_like(q);",
+            "#include <ATen/ops/zeros_like.h>\n",
+        ),
+        cheat(
+            "thread_via_torch_headers",
+            "computes in a background std::thread reached through torch's own headers (no "
+            "forbidden include of its own).",
+            "symbol check: thread creation (FORBIDDEN_SYMBOL).",
+            THREAD,
+        ),
+        cheat(
+            "timed_subset",
+            "computes only the first calls of the process, then returns an empty result fast "
+            "(only some timed calls do the work).",
+            "timed outputs are verified too (STALE_RESULT).",
+            "  // 12: past the first scenario's 8 checked calls (3 verification runs, 5 probe "
+            "runs), and\n"
+            "  // before its timing ends (at least 6 warm-up calls and 5 trials), however "
+            "fast it converges.\n"
+            f"  static int calls = 0;\n  if (++calls <= 12) return compute({ARGS});\n"
+            "  return at::empty_like(q);",
+        ),
+        cheat(
+            "torch_op",
+            "calls torch's own compute operators (softmax, matmul) instead of computing.",
+            "symbol check: torch compute operators (FORBIDDEN_SYMBOL).",
+            "  at::Tensor s = q.transpose(1, 2).matmul(k.transpose(1, 2).transpose(-1, -2))"
+            ".mul(scale).softmax(-1);\n"
+            "  return s.matmul(v.transpose(1, 2)).transpose(1, 2).contiguous();",
+        ),
+    ]
+)
+
+
+def corpus() -> dict[str, str]:
+    """File name to text, every cheat and the honest split-KV kernel."""
+    return {**CHEATS, "honest_split_kv.cpp": HONEST_HEAD + HONEST_BODY + REG}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = parser.parse_args(argv)
+    files = corpus()
+    stale = sorted({p.name for p in OUT.glob("*.cpp")} - set(files)) if args.check else []
+    for name, text in files.items():
+        path = OUT / name
+        if args.check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.write_text(text)
+    if stale:
+        print(f"out of date (run scripts/make_cpu_cheats.py): {', '.join(stale)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
