@@ -30,8 +30,13 @@ def test_score_start_and_fast_kernels(tmp_path):
     s_start = start["aggregates"]["geomean_speedup"]["sdpa"]
     s_fast = fast["aggregates"]["geomean_speedup"]["sdpa"]
     assert s_fast > s_start
-    # the table and progress lines
+    # the table, the time breakdown (adding up to the wall time) and the progress lines
     assert "geomean speedup" in start_proc.stdout
+    assert "phases: setup" in start_proc.stdout and "timing loops" in start_proc.stdout
+    t = start["timing"]
+    parts = t["build_s"] + t["setup_s"] + t["verify_s"] + t["probe_s"] + t["time_s"]
+    assert parts <= t["wall_s"] and t["time_loop_s"] <= t["time_worker_s"] <= t["time_s"]
+    assert all(set(sc["seconds"]) >= {"verify", "probe", "time"} for sc in start["scenarios"])
     assert "[2/2]" in start_proc.stderr
 
 

@@ -28,6 +28,20 @@ def print_progress(
     print(progress_line(done, total, result), file=stream, flush=True)
 
 
+def _phase_line(timing: dict[str, float]) -> list[str]:
+    """Where the wall time went by phase (seconds), as far as the verdict recorded it."""
+    names = {
+        "setup_s": "setup",
+        "verify_s": "verify",
+        "probe_s": "probe",
+        "time_s": "time",
+        "time_loop_s": "of which timing loops",
+        "trace_s": "trace",
+    }
+    parts = [f"{label} {timing[key]:.1f} s" for key, label in names.items() if timing.get(key)]
+    return ["phases: " + ", ".join(parts)] if parts else []
+
+
 def render(verdict: Verdict) -> str:
     """The results table: per scenario correctness, error, times, speedups; then geomeans."""
     lines = [
@@ -79,6 +93,7 @@ def render(verdict: Verdict) -> str:
             f"reference checks {t['reference_s']:.1f} s + other "
             f"{t['wall_s'] - t['build_s'] - inside - t['reference_s']:.1f} s"
         )
+        lines.extend(_phase_line(t))
     for r in verdict.results:
         if r.failure is not None:
             lines.append(f"  {r.scenario.id}: [{r.failure.code}] {r.failure.reason}")
