@@ -106,6 +106,22 @@ def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
     return summary
 
 
+def bytecode_note() -> str | None:
+    """A warning when torch has no compiled bytecode: every harness process then compiles it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        return None
+    if (Path(spec.origin).parent / "__pycache__").is_dir():
+        return None
+    return (
+        "note: torch has no compiled bytecode here, so the harness and its worker each compile "
+        "it (seconds per process, counted in every figure); run once: python -m compileall -q "
+        "-j 0 " + str(Path(spec.origin).parents[1])
+    )
+
+
 def main() -> int:
     """Run the requested steps; ``name*N`` repeats a step N times."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -113,6 +129,9 @@ def main() -> int:
     parser.add_argument("steps", nargs="+", help=f"of {sorted(STEPS)}, optionally NAME*N")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    note = bytecode_note()
+    if note:
+        print(note, flush=True)
     summaries = []
     for item in args.steps:
         name, _, times = item.partition("*")
