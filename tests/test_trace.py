@@ -1,6 +1,7 @@
 """The GPU trace check's judging, on chrome-trace events shaped like torch 2.11's on the H200
 (the check itself runs on the GPU corpus under ``pytest -m gpu``)."""
 
+import json
 import shutil
 import subprocess
 from types import SimpleNamespace
@@ -158,22 +159,23 @@ def test_own_kernels_reads_the_nvcc_host_stubs_of_the_object_file(tmp_path):
 class _Client:
     """Stands in for the worker: answers the one trace request with ``answer``."""
 
-    def __init__(self, answer):
+    def __init__(self, answer, summary=None):
         self.answer, self.requests, self.killed = answer, [], False
+        self.payload = json.dumps(summary).encode() if summary is not None else b""
 
     def request(self, header, timeout_s=None):
         self.requests.append((header, timeout_s))
         if isinstance(self.answer, Exception):
             raise self.answer
-        return self.answer, b""
+        return self.answer, self.payload
 
     def kill(self):
         self.killed = True
 
 
-def _session(answer, n=3):
+def _session(answer, n=3, summary=None):
     target = SimpleNamespace(limits=SimpleNamespace(call_timeout_s=120.0))
-    session = Session(target, _Client(answer), seed=7, command="bench")
+    session = Session(target, _Client(answer, summary), seed=7, command="bench")
     session.own_kernels = frozenset({"attention"})
     results = [ScenarioResult(Scenario(id=f"s{i}"), correct=True)
                for i in range(n)]
@@ -182,7 +184,8 @@ def _session(answer, n=3):
 
 def test_trace_all_sends_the_correct_scenarios_in_one_request_and_fails_the_violators():
     summary = summarise(_events(GOOD, [(GEMM, STREAM, TID, "in")]), TID)
-    session, results = _session({"ok": True, "summary": summary, "stopped": None}, n=3)
+    answer = {"ok": True, "traced": True, "stopped": None}  # the summary is the payload
+    session, results = _session(answer, n=3, summary=summary)
     results[1].correct = False  # already failed: not traced
     trace_all(session, results)
     (header, timeout), = session.client.requests
@@ -195,7 +198,7 @@ def test_trace_all_sends_the_correct_scenarios_in_one_request_and_fails_the_viol
 
 def test_trace_all_blames_a_candidate_error_on_its_call_and_skips_the_rest():
     failure = {"code": "exception", "reason": "candidate raised RuntimeError: CUDA error"}
-    answer = {"ok": True, "summary": None, "error": "RuntimeError(...)", "restart": True,
+    answer = {"ok": True, "traced": False, "error": "RuntimeError(...)", "restart": True,
               "stopped": {"index": 1, "failure": failure, "restart": True}}
     session, results = _session(answer)
     trace_all(session, results)
@@ -203,6 +206,13 @@ def test_trace_all_blames_a_candidate_error_on_its_call_and_skips_the_rest():
     assert results[0].correct and results[0].checks["trace"].startswith("skipped: the profiler")
     assert not results[1].correct and results[1].failure.code == Code.EXCEPTION
     assert results[2].correct and "earlier scenario" in results[2].checks["trace"]
+
+
+def test_an_unreadable_summary_skips_the_check_instead_of_crashing_the_run():
+    session, results = _session({"ok": True, "traced": True, "stopped": None}, n=2)
+    session.client.payload = b"{not json"
+    trace_all(session, results)
+    assert all(r.correct and r.checks["trace"].startswith("skipped") for r in results)
 
 
 def test_trace_all_fails_every_traced_scenario_when_the_worker_hangs_under_the_profiler():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -227,7 +228,7 @@ def trace_all(session: Session, results: list[ScenarioResult]) -> None:
     timeout = session.target.limits.call_timeout_s + TRACE_S_PER_SCENARIO * len(items)
     t0 = time.monotonic()
     try:
-        header, _ = session.client.request({"op": "trace", "items": items}, timeout_s=timeout)
+        header, payload = session.client.request({"op": "trace", "items": items}, timeout_s=timeout)
     except WorkerFailure as exc:  # a hang or crash under the profiler: no call can be cleared
         for r in todo:
             _fail(r, exc.failure, "trace")
@@ -237,7 +238,7 @@ def trace_all(session: Session, results: list[ScenarioResult]) -> None:
     if header.get("restart"):
         session.client.kill()
     stopped = header.get("stopped") or {"index": len(todo)}
-    summary = header.get("summary")
+    summary = _read_summary(payload) if header.get("traced") else None
     found = trace.judge(summary, session.own_kernels, len(todo)) if summary else []
     for i, r in enumerate(todo):
         failure, finding = found[i] if i < len(found) else (None, "")
@@ -251,6 +252,15 @@ def trace_all(session: Session, results: list[ScenarioResult]) -> None:
             _fail(r, failure, "trace")
         else:
             r.checks["trace"] = finding
+
+
+def _read_summary(payload: channel.Buffer) -> dict[str, Any] | None:
+    """The worker's trace summary (JSON in the payload), or None if it is unreadable."""
+    try:
+        summary = json.loads(bytes(payload))
+    except ValueError:
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def _fail(result: ScenarioResult, failure: Failure, check: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import json
 import random
 import re
 import socket
@@ -259,7 +260,7 @@ class Worker:
 
         The calls come after verification and timing, so each scenario has run before and the
         profiler's residue cannot slow any timed call. A candidate error stops the session;
-        the answer names the item it happened on.
+        the answer names the item it happened on. The summary is the payload, as JSON.
         """
         stopped: dict[str, Any] | None = None
         try:
@@ -281,8 +282,10 @@ class Worker:
         except Exception as exc:  # the profiler itself failed: report, do not blame the kernel
             summary, error = None, one_line(repr(exc), 200)
         restart = bool(stopped and stopped["restart"])
-        header = {"ok": True, "summary": summary, "error": error, "stopped": stopped}
-        return {**header, "restart": restart}, b""
+        header = {"ok": True, "traced": summary is not None, "error": error, "stopped": stopped}
+        # the summary travels as the payload: for a full suite it outgrows a header
+        payload = json.dumps(summary).encode() if summary is not None else b""
+        return {**header, "restart": restart}, payload
 
     def _probe(self, name: str, inputs: list[Inputs]) -> list[Callable[[], object]]:
         """An upstream's callables, after one call shows it runs this scenario."""
