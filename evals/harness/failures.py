@@ -64,7 +64,7 @@ class Failure:
             code = Code(str(data.get("code")))
         except ValueError:
             code = Code.HARNESS_ERROR
-        return cls(code, str(data.get("reason", "the worker refused the request")))
+        return cls(code, str(data.get("reason", "worker refused the request")))
 
 
 class HarnessInputError(Exception):

@@ -40,13 +40,21 @@ def derive_seed(seed: int, *parts: object) -> int:
 
 @dataclass
 class Tally:
-    """Seconds in candidate calls, upstream calls, the parent's checks, the trace, unpacking."""
+    """Seconds a run spent, by where they went.
+
+    Candidate calls, upstream calls, the parent's reference checks, the trace and unpacking
+    outputs; worker start-up and ceilings (``setup_s``); all requests (``requests_s``) and the
+    worker's share of them (``worker_s``).
+    """
 
     candidate_s: float = 0.0
     upstream_s: float = 0.0
     reference_s: float = 0.0
     trace_s: float = 0.0
     unpack_s: float = 0.0
+    setup_s: float = 0.0
+    requests_s: float = 0.0
+    worker_s: float = 0.0
 
 
 @dataclass

@@ -161,7 +161,9 @@ def _finish(
         "trace_s": tally.trace_s,
         "unpack_s": tally.unpack_s,
         **{f"{part}_s": sum(r.seconds.get(part, 0.0) for r in verdict.results) for part in parts},
-        **{k: v for k, v in verdict.timing.items() if k in ("setup_s", "requests_s", "worker_s")},
+        "setup_s": tally.setup_s,
+        "requests_s": tally.requests_s,
+        "worker_s": tally.worker_s,
     }
 
 
@@ -237,7 +239,7 @@ def _judge_all(
             return
         try:
             ceilings = target.measure_ceilings() if verdict.command != "check" else None
-            verdict.timing["setup_s"] = time.monotonic() - t0
+            tally.setup_s = time.monotonic() - t0
             state = {"before": target.device_state()}
             ceil_json = dataclasses.asdict(ceilings) if ceilings else None
             verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
@@ -255,7 +257,7 @@ def _judge_all(
             state["after"] = target.device_state()
             verdict.provenance = {**verdict.provenance, "device_state": state}
         finally:
-            verdict.timing.update(requests_s=client.request_s, worker_s=client.worker_s)
+            tally.requests_s, tally.worker_s = client.request_s, client.worker_s
             client.close()
 
 

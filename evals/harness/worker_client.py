@@ -130,7 +130,7 @@ class WorkerClient:
         header, _ = self._receive(time.monotonic() + STARTUP_TIMEOUT_S, "starting")
         if not header.get("ok"):
             self.close()
-            raise WorkerFailure(_failure_from(header))
+            raise WorkerFailure(Failure.from_json(header.get("failure")))
 
     def request(
         self, header: dict[str, Any], timeout_s: float | None = None
@@ -161,7 +161,7 @@ class WorkerClient:
         if not answer.get("ok"):
             if answer.get("restart"):  # e.g. a CUDA error: the worker's context is unusable
                 self.kill()
-            raise WorkerFailure(_failure_from(answer))
+            raise WorkerFailure(Failure.from_json(answer.get("failure")))
         return answer, payload
 
     def _receive(self, deadline: float, doing: str) -> tuple[dict[str, Any], channel.Buffer]:
@@ -220,7 +220,3 @@ class WorkerClient:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
-
-
-def _failure_from(header: dict[str, Any]) -> Failure:
-    return Failure.from_json(header.get("failure"))
