@@ -23,6 +23,8 @@ from pathlib import Path
 
 BUDGET_S = {"dev": 60.0, "full": 480.0}
 """Wall-time budget of one harness run, excluding the build (issue: fa3_hopper target)."""
+MEMORY_BUDGET_GB = 60.0
+"""GPU memory in use (both processes, nvidia-smi) that a run may never exceed; decimal GB."""
 STEPS = {
     "selfcheck-dev": ["bench", "--candidate-upstream", "fa3", "--suite", "dev"],
     "selfcheck-full": ["bench", "--candidate-upstream", "fa3", "--suite", "full"],
@@ -94,6 +96,9 @@ def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
         "passed": f"{agg['passed']}/{agg['scenarios']}",
         "geomean": {k: round(v, 4) if v else None for k, v in agg["geomean_speedup"].items()},
         "peak_gpu_mib": sampler.peak_mib,
+        "peak_gpu_gb": round(sampler.peak_mib * 2**20 / 1e9, 1),
+        "memory_budget_gb": MEMORY_BUDGET_GB,
+        "within_memory_budget": sampler.peak_mib * 2**20 / 1e9 < MEMORY_BUDGET_GB,
         "json": str(path),
         "peak_reserved_gib": {
             proc: max(

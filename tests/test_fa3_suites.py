@@ -94,6 +94,24 @@ def test_reference_chunks_over_sequences_heads_and_rows_give_the_same_result(mon
     assert torch.allclose(problem.reference(p, inputs), torch.cat(per_sequence))
 
 
+def test_causal_row_chunks_come_widest_first(monkeypatch):
+    # narrower chunks after the widest reuse its cached GPU blocks; growing ones reserved each
+    # new size anew (54 GiB on a 64k-token causal prefill)
+    p = _tiny(batch=1, heads_q=2, heads_kv=1, seqlen_q=40, seqlen_k=50)
+    inputs = problem.make_inputs(p, 2, device="cpu")
+    widths: list[int] = []
+
+    def spy(q, k, v, **kw):
+        widths.append(k.shape[1])
+        return reference_attention(q, k, v, **kw)
+
+    whole = problem.reference(p, inputs)
+    monkeypatch.setattr(problem, "REFERENCE_CHUNK_ELEMENTS", 2 * 50 * 5)  # 5 rows per chunk
+    monkeypatch.setattr(problem, "reference_attention", spy)
+    assert torch.allclose(problem.reference(p, inputs), whole)
+    assert widths == [50, 45, 40, 35, 30, 25, 20, 15]
+
+
 def test_uniform_kvcache_batches_sequences_like_one_at_a_time(monkeypatch):
     p = Fa3Params.from_params(dict(kind="kvcache", category="t", dtype="float8_e4m3fn", batch=4,
                                    heads_q=16, heads_kv=1, head_dim=64, causal=False,

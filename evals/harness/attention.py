@@ -121,9 +121,11 @@ def reference_attention(
     qd = q.double().transpose(1, 2)
     kd = k.double().transpose(1, 2).repeat_interleave(groups, dim=1)
     vd = v.double().transpose(1, 2).repeat_interleave(groups, dim=1)
-    scores = torch.matmul(qd, kd.transpose(-1, -2)) * softmax_scale
+    # in place where the tensor is our own: the scores are the largest thing made here
+    scores = torch.matmul(qd, kd.transpose(-1, -2)).mul_(softmax_scale)
     if causal:
         mask = causal_mask(q.shape[1], k.shape[1], q.device)
-        scores = scores.masked_fill(~mask, float("-inf"))
-    probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+        scores.masked_fill_(mask.logical_not_(), float("-inf"))
+    probs = torch.softmax(scores, dim=-1).nan_to_num_(0.0)
+    del scores
     return torch.matmul(probs, vd).transpose(1, 2).contiguous()

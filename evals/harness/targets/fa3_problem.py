@@ -197,7 +197,9 @@ def _block_reference(
         for g0 in range(0, hkv, h_step):
             gs = slice(g0, min(hkv, g0 + h_step))
             heads = slice(gs.start * group, gs.stop * group)
-            for i0 in range(0, sq, rows):
+            # the widest causal chunk first: later, narrower chunks reuse its cached blocks
+            # (growing chunks made the caching allocator reserve each new size anew: 54 GiB)
+            for i0 in reversed(range(0, sq, rows)):
                 i1 = min(sq, i0 + rows)
                 k_end = max(0, min(sk, i1 + sk - sq)) if causal else sk
                 if k_end == 0:
