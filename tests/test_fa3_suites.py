@@ -1,12 +1,15 @@
 """fa3_hopper pieces that need no GPU: suites, parameters, inputs, reference, upstream rules."""
 
 import collections
+import json
+import pathlib
 
 import pytest
 import torch
 
 from evals.harness import get_target
 from evals.harness.attention import reference_attention
+from evals.harness.gpu import Ceilings
 from evals.harness.targets import fa3_problem as problem
 from evals.harness.targets.fa3_problem import Fa3Params
 
@@ -174,3 +177,27 @@ def test_fa3_missing_is_reported_not_raised(target):
     except ImportError:
         s = target.load_suite("dev").scenarios[0]
         assert "not importable" in fa3.unsupported_reason(s)
+
+
+H200_RUNS = pathlib.Path(__file__).parents[1] / "results/measurements/h200/2026-11-30-d"
+
+
+@pytest.mark.parametrize("run", ["call1/start-full.json", "call2/start-full.json"])
+def test_roofline_floor_stays_under_every_upstream_time_measured_on_the_h200(target, run):
+    # FA3, cuDNN and FA2 read big KV caches faster than torch's copy kernel moves bytes: under
+    # the bare copy-rate floor FA3 itself was "implausible" on decode b64 c128k (0.94x the floor)
+    verdict = json.loads((H200_RUNS / run).read_text())
+    ceilings = verdict["provenance"]["ceilings"]
+    ceilings = Ceilings(matmul_tflops=ceilings["matmul_tflops"], copy_gbps=ceilings["copy_gbps"])
+    bare = Ceilings(ceilings.matmul_tflops, ceilings.copy_gbps, headroom=1.0)
+    by_id = {s.id: s for s in target.load_suite("full").scenarios}
+    ratios, bare_ratios = [], []
+    for row in verdict["scenarios"]:
+        floor = target.floor_us(by_id[row["id"]], ceilings)
+        bare_floor = target.floor_us(by_id[row["id"]], bare)
+        for name, stats in row["times_us"].items():
+            if name != "candidate":
+                ratios.append(stats["min_us"] / floor)
+                bare_ratios.append(stats["min_us"] / bare_floor)
+    assert len(ratios) > 400
+    assert min(bare_ratios) < 1.0 < min(ratios)  # the bare floor failed upstreams; this one not

@@ -17,7 +17,8 @@ from inspect_ai import Task, task
 from evals.bench import TaskSettings, kernel_task
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 3  # 2: symbol and GPU trace checks on; 3: one trace session after all timing
+TASK_VERSION = 4  # 2: symbol and GPU trace checks on; 3: one trace session after all timing;
+# 4: roofline floors allow 1.25x the measured ceilings (upstreams beat the copy rate)
 TARGET = "fa3_hopper"
 ROOT = Path(__file__).resolve().parents[2]
 
