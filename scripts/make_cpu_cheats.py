@@ -89,6 +89,24 @@ CHEATS = dict(
             "#include <thread>\n",
         ),
         cheat(
+            "content_cache",
+            "caches results keyed by a hash of the inputs' bytes: it computes on every new "
+            "input, so verification and the probe see real work, and returns a copy when the "
+            "same content comes back (as it did when timing rotated 3 fixed input sets).",
+            "a fresh q before every timed call: the cache never hits, so there is no gain; "
+            "tests assert its speedup stays that of plain compute.",
+            "  static std::map<uint64_t, at::Tensor> cache;\n"
+            "  uint64_t key = 1469598103934665603ull ^ uint64_t(causal) ^ "
+            "uint64_t(scale * 1e9);\n"
+            "  // a cheap fingerprint: every 16th word of q, k and v\n"
+            "  for (const at::Tensor* t : {&q, &k, &v}) {\n"
+            "    const auto* w = static_cast<const uint64_t*>(t->data_ptr());\n"
+            "    for (int64_t i = 0; i < t->numel() * t->element_size() / 8; i += 16) "
+            "key = (key ^ w[i]) * 1099511628211ull;\n"
+            "  }\n" + cached_copy("key"),
+            "#include <map>\n#include <cstring>\n",
+        ),
+        cheat(
             "dispatcher_op",
             "calls torch's attention through the operator dispatcher, found by name at run time.",
             "symbol check: torch operators looked up through the dispatcher (FORBIDDEN_SYMBOL).",

@@ -2,7 +2,14 @@ import random
 
 import pytest
 
-from evals.harness.timing import PerfCounterTimer, TimingSettings, measure, summarize
+from evals.harness.timing import (
+    PerfCounterTimer,
+    TimingSettings,
+    call_seed,
+    last_trial,
+    measure,
+    summarize,
+)
 
 
 def test_summarize_median_mad_and_rse():
@@ -45,6 +52,30 @@ def test_measure_interleaves_in_random_order_and_rotates_inputs():
     assert run.stats["a"].median_us == 2.0  # input sets 0, 1, 2 rotated
     assert run.stats["b"].n == 20
     assert run.busy_s["a"] == pytest.approx((6.0 + 40.0 - 1.0 * 0) / 1e6, rel=0.1)
+
+
+def test_before_hook_prepares_every_timed_call_and_no_warmup():
+    timer, seen = ScriptedTimer(), []
+
+    def before(name, index, trial):
+        seen.append((name, index, trial))
+        timer.order.append(f"before {name}")
+
+    settings = TimingSettings(warmup=2, min_trials=7, max_trials=7, target_rse=0.0)
+    measure({"a": _impl("a", [1.0, 2.0, 3.0]), "b": _impl("b", [4.0] * 3)},
+            timer=timer, settings=settings, rng=random.Random(1), before=before)
+    assert timer.order[:12] == ["a"] * 6 + ["b"] * 6  # warm-up: no preparation
+    timed = timer.order[12:]
+    assert all(timed[i] == f"before {timed[i + 1]}" for i in range(0, len(timed), 2))
+    assert sorted(seen) == sorted((n, t % 3, t) for t in range(7) for n in "ab")
+
+
+def test_last_trial_of_each_input_set_and_call_seeds():
+    # trial t times input set t % 3; 7 trials: sets 0, 1, 2, 0, 1, 2, 0
+    assert [last_trial(7, 3, i) for i in range(3)] == [6, 4, 5]
+    assert last_trial(2, 3, 2) is None  # never timed: its output is a warm-up call's
+    assert call_seed(5, 1, "candidate") == call_seed(5, 1, "candidate")
+    assert len({call_seed(5, t, n) for t in range(50) for n in ("candidate", "sdpa")}) == 100
 
 
 def test_measure_stops_when_converged():

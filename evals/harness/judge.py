@@ -16,7 +16,7 @@ from evals.harness.failures import Code, Failure
 from evals.harness.gpu import Ceilings, release_cached_memory
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target
-from evals.harness.timing import TimingStats
+from evals.harness.timing import TimingStats, call_seed, last_trial
 from evals.harness.verdict import ScenarioResult
 from evals.harness.verify import check_meta, check_values
 from evals.harness.worker_client import WorkerClient, WorkerFailure
@@ -324,13 +324,14 @@ def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failu
     upstreams = [u.name for u in target.upstreams if u.name not in result.unsupported]
     n_sets = max(3, target.inputs_per_scenario)
     seeds = [derive_seed(session.seed, scenario.id, "time", i) for i in range(n_sets)]
+    rng_seed = derive_seed(session.seed, scenario.id, "order")
     request = {
         "op": "time",
         "scenario": scenario.to_json(),
         "seeds": seeds,
         "upstreams": upstreams,
         "settings": dataclasses.asdict(settings),
-        "rng_seed": derive_seed(session.seed, scenario.id, "order"),
+        "rng_seed": rng_seed,
     }
     timeout = target.limits.call_timeout_s + 2 * settings.time_cap_s
     header, payload = session.client.request(request, timeout_s=timeout)
@@ -352,22 +353,38 @@ def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failu
     result.seconds["time_loop"] = float(header.get("loop_s", 0.0))
     result.seconds["time_worker"] = float(header.get("worker_s", 0.0))
     timed = _unpack(session, header["tensors"], payload)
-    return _check_timed(session, scenario, seeds, timed, result) or _plausible(
-        session, scenario, result
-    )
+    calls = (seeds, rng_seed, int(header["trials"]))
+    return _check_timed(session, calls, timed, result) or _plausible(session, scenario, result)
+
+
+def _timed_inputs(
+    target: Target, scenario: Scenario, calls: tuple[list[int], int, int]
+) -> list[Inputs]:
+    """The inputs of each set's last timed candidate call (with its fresh q where used)."""
+    seeds, rng_seed, trials = calls
+    sets = target.make_timing_inputs(scenario, seeds)
+    if target.timing.fresh_queries:
+        for i, inputs in enumerate(sets):
+            trial = last_trial(trials, len(sets), i)
+            if trial is not None:
+                target.refill_query(scenario, inputs, call_seed(rng_seed, trial, "candidate"))
+    return sets
 
 
 def _check_timed(
     session: Session,
-    scenario: Scenario,
-    seeds: list[int],
+    calls: tuple[list[int], int, int],
     outputs: list[torch.Tensor],
     result: ScenarioResult,
 ) -> Failure | None:
-    """The latest timed output of every input set must be right too."""
+    """The latest timed output of every input set must be right too.
+
+    ``calls`` is (the sets' seeds, the order seed, the number of trials) of the time request.
+    """
     t0 = time.monotonic()
+    scenario = result.scenario
     try:
-        sets = session.target.make_timing_inputs(scenario, seeds)
+        sets = _timed_inputs(session.target, scenario, calls)
         for i, (out, inputs) in enumerate(zip(outputs, sets, strict=True)):
             failure = _check_against(session.target, scenario, out, inputs)
             if failure is not None:
@@ -376,8 +393,9 @@ def _check_timed(
     finally:
         result.seconds["time_check"] = time.monotonic() - t0
         session.tally.reference_s += result.seconds["time_check"]
+    fresh = " (a fresh q before every timed call)" if session.target.timing.fresh_queries else ""
     result.checks["timed_outputs"] = (
-        f"passed: the latest timed output of all {len(outputs)} input sets"
+        f"passed: the latest timed output of all {len(outputs)} input sets{fresh}"
     )
     return None
 

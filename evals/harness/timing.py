@@ -6,6 +6,7 @@ The loop is device-agnostic; a :class:`Timer` measures one call. The CPU timer u
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import statistics
@@ -31,6 +32,10 @@ class TimingSettings:
         target_rse: Stop once every implementation's relative standard error of the median is
             below this (0.005 = 0.5%).
         time_cap_s: Stop after this many seconds of timing for one scenario.
+        fresh_queries: Refill q in place with new random values (seeded by
+            :func:`call_seed`) before every timed call, untimed: no timed call repeats the
+            inputs of an earlier one, so a cache keyed on the inputs' contents never hits
+            (with 3 fixed input sets rotated, it hit on every call after the third).
 
     """
 
@@ -39,6 +44,24 @@ class TimingSettings:
     max_trials: int = 200
     target_rse: float = 0.005
     time_cap_s: float = 3.0
+    fresh_queries: bool = False
+
+
+BeforeCall = Callable[[str, int, int], None]
+"""Called before each timed call (not warm-up) with the implementation, input set and trial."""
+
+
+def call_seed(rng_seed: int, trial: int, name: str) -> int:
+    """Seed of the fresh q of one timed call; the worker and the parent derive the same."""
+    digest = hashlib.sha256(f"{rng_seed}/{trial}/{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def last_trial(trials: int, n_sets: int, index: int) -> int | None:
+    """The last of ``trials`` trials that timed input set ``index`` (trial t uses t % n_sets)."""
+    if index >= trials:
+        return None
+    return index + n_sets * ((trials - 1 - index) // n_sets)
 
 
 class Timer(Protocol):
@@ -114,6 +137,7 @@ def measure(
     settings: TimingSettings,
     rng: random.Random,
     clock: Callable[[], float] = time.perf_counter,
+    before: BeforeCall | None = None,
 ) -> TimingRun:
     """Time several implementations, interleaved in random order within each trial.
 
@@ -124,6 +148,8 @@ def measure(
         settings: Warm-up, trial bounds, target RSE and time cap.
         rng: Source of the per-trial order.
         clock: Seconds clock for the time cap.
+        before: Untimed preparation of each timed call (e.g. a fresh q), given the
+            implementation's name, the input set's index and the trial.
 
     Returns:
         Stats per implementation; ``busy_s`` is the time spent inside each implementation's
@@ -145,7 +171,10 @@ def measure(
         rng.shuffle(order)
         for name in order:
             calls = impls[name]
-            samples[name].append(timer.time_us(calls[trials % len(calls)]))
+            index = trials % len(calls)
+            if before is not None:
+                before(name, index, trials)
+            samples[name].append(timer.time_us(calls[index]))
         trials += 1
         if trials >= settings.min_trials:
             if all(summarize(s).rse < settings.target_rse for s in samples.values()):

@@ -34,7 +34,7 @@ from evals.harness.guards import (
 )
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, OutputSpec, Target, get_target
-from evals.harness.timing import Timer, TimingSettings, measure
+from evals.harness.timing import BeforeCall, Timer, TimingSettings, call_seed, measure
 
 _SIGNATURE_ERROR = re.compile(
     r"Declaration:|Expected a value of type|argument\(s\)|missing value for argument"
@@ -224,13 +224,22 @@ class Worker:
                 impls[name] = self._probe(name, inputs)
             except Exception as exc:  # an upstream that cannot run it is reported, not fatal
                 unsupported[name] = f"{type(exc).__name__}: {one_line(str(exc), 200)}"
+        settings = TimingSettings(**req["settings"])
+        before: BeforeCall | None = None
+        if settings.fresh_queries:
+
+            def before(name: str, index: int, trial: int) -> None:
+                seed = call_seed(req["rng_seed"], trial, name)
+                self.target.refill_query(scenario, inputs[index], seed)
+
         start = time.perf_counter()
         try:
             run = measure(
                 impls,
                 timer=self.timer(),
-                settings=TimingSettings(**req["settings"]),
+                settings=settings,
                 rng=random.Random(req["rng_seed"]),
+                before=before,
             )
         except Exception as exc:
             raise candidate_error(exc) from exc

@@ -190,6 +190,14 @@ class Target(ABC):
         """Input sets rotated through the timed calls, one per seed."""
         return [self.make_inputs(scenario, seed) for seed in seeds]
 
+    def refill_query(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
+        """Overwrite ``inputs['q']`` in place with fresh values drawn from ``seed``.
+
+        Needed by targets whose timing settings ask for ``fresh_queries``; deterministic, so
+        the parent can rebuild the inputs of a timed call to check its output.
+        """
+        raise NotImplementedError(f"target {self.name!r} cannot refill its queries")
+
     @abstractmethod
     def reference(self, scenario: Scenario, inputs: Inputs) -> torch.Tensor:
         """The float64 reference output for ``inputs``."""

@@ -101,7 +101,9 @@ class CpuAttention(Target):
                 timeout_s=300.0,
             ),
             accuracy=AccuracyRule(baseline="sdpa", floors={"float32": 1e-5, "bfloat16": 2e-3}),
-            timing=TimingSettings(warmup=1, min_trials=5, max_trials=100, time_cap_s=2.0),
+            timing=TimingSettings(
+                warmup=1, min_trials=5, max_trials=100, time_cap_s=2.0, fresh_queries=True
+            ),
             limits=WorkerLimits(call_timeout_s=60.0, memory_limit_bytes=8 << 30),
             upstreams=(TorchSdpaCpu(),),
             policy=SourcePolicy(
@@ -138,6 +140,12 @@ class CpuAttention(Target):
             "causal": s.causal,
             "softmax_scale": s.softmax_scale,
         }
+
+    def refill_query(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
+        """Standard-normal q from ``seed``, written into the existing q (same buffer)."""
+        q = inputs["q"]
+        gen = torch.Generator().manual_seed(seed)
+        q.copy_(torch.randn(q.shape, generator=gen, dtype=torch.float32))
 
     def expected_output(self, scenario: Scenario) -> OutputSpec:
         """Same shape and dtype as q, on the CPU."""
