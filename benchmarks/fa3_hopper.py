@@ -84,6 +84,7 @@ def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
     agg = doc["aggregates"]
     build_s = doc["timing"].get("build_s", 0.0)
     budget = BUDGET_S[doc["suite"]]
+    peak_gb = sampler.peak_mib * 2**20 / 1e9
     summary = {
         "step": name,
         "exit": proc.returncode,
@@ -96,9 +97,9 @@ def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
         "passed": f"{agg['passed']}/{agg['scenarios']}",
         "geomean": {k: round(v, 4) if v else None for k, v in agg["geomean_speedup"].items()},
         "peak_gpu_mib": sampler.peak_mib,
-        "peak_gpu_gb": round(sampler.peak_mib * 2**20 / 1e9, 1),
+        "peak_gpu_gb": round(peak_gb, 1),
         "memory_budget_gb": MEMORY_BUDGET_GB,
-        "within_memory_budget": sampler.peak_mib * 2**20 / 1e9 < MEMORY_BUDGET_GB,
+        "within_memory_budget": peak_gb < MEMORY_BUDGET_GB,
         "json": str(path),
         "peak_reserved_gib": {
             proc: max(

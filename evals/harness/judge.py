@@ -353,15 +353,15 @@ def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failu
     result.seconds["time_loop"] = float(header.get("loop_s", 0.0))
     result.seconds["time_worker"] = float(header.get("worker_s", 0.0))
     timed = _unpack(session, header["tensors"], payload)
-    calls = (seeds, rng_seed, int(header["trials"]))
-    return _check_timed(session, calls, timed, result) or _plausible(session, scenario, result)
+    trials = int(header["trials"])
+    failure = _check_timed(session, result, timed, seeds, rng_seed=rng_seed, trials=trials)
+    return failure or _plausible(session, scenario, result)
 
 
 def _timed_inputs(
-    target: Target, scenario: Scenario, calls: tuple[list[int], int, int]
+    target: Target, scenario: Scenario, seeds: list[int], *, rng_seed: int, trials: int
 ) -> list[Inputs]:
     """The inputs of each set's last timed candidate call (with its fresh q where used)."""
-    seeds, rng_seed, trials = calls
     sets = target.make_timing_inputs(scenario, seeds)
     if target.timing.fresh_queries:
         for i, inputs in enumerate(sets):
@@ -373,18 +373,21 @@ def _timed_inputs(
 
 def _check_timed(
     session: Session,
-    calls: tuple[list[int], int, int],
-    outputs: list[torch.Tensor],
     result: ScenarioResult,
+    outputs: list[torch.Tensor],
+    seeds: list[int],
+    *,
+    rng_seed: int,
+    trials: int,
 ) -> Failure | None:
     """The latest timed output of every input set must be right too.
 
-    ``calls`` is (the sets' seeds, the order seed, the number of trials) of the time request.
+    ``seeds``, ``rng_seed`` and ``trials`` are the time request's: they rebuild its inputs.
     """
     t0 = time.monotonic()
     scenario = result.scenario
     try:
-        sets = _timed_inputs(session.target, scenario, calls)
+        sets = _timed_inputs(session.target, scenario, seeds, rng_seed=rng_seed, trials=trials)
         for i, (out, inputs) in enumerate(zip(outputs, sets, strict=True)):
             failure = _check_against(session.target, scenario, out, inputs)
             if failure is not None:
