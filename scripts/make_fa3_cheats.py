@@ -92,6 +92,29 @@ def corpus() -> dict[str, str]:
                 ),
             ),
             cheat(
+                "host_sync",
+                "synchronises the device inside its call, so the host could finish work while "
+                "the timer's spin hides the host (device time would miss it).",
+                "the cap on the candidate's host issue time (HOST_WORK).",
+                entry_points(
+                    f"  at::Tensor out = naive_dense({DARGS});\n"
+                    "  cudaStreamSynchronize(at::cuda::getCurrentCUDAStream());\n  return out;"
+                ),
+            ),
+            cheat(
+                "host_roundtrip",
+                "moves its result through host memory with asynchronous copies (work done on "
+                "the host, hidden from device time, would travel this way).",
+                "the trace check: no copy between host and device inside a call (TRACE_VIOLATION).",
+                entry_points(
+                    f"  at::Tensor out = naive_dense({DARGS});\n"
+                    "  at::Tensor host = at::empty(out.sizes(), "
+                    "out.options().device(at::kCPU).pinned_memory(true));\n"
+                    "  host.copy_(out, /*non_blocking=*/true);\n"
+                    "  out.copy_(host, /*non_blocking=*/true);\n  return out;"
+                ),
+            ),
+            cheat(
                 "zero_output",
                 "returns zeros (a fill instead of attention).",
                 "float64 reference and the accuracy rule (INACCURATE).",

@@ -49,3 +49,31 @@ def test_trim_log_keeps_the_error_region():
     trimmed = trim_log(log)
     assert trimmed.splitlines()[-2:] == ["x.cpp:3: error: boom", "context"]
     assert "noise 10" not in trimmed
+
+
+def test_a_broken_build_environment_is_not_cached_as_a_compiler_error(tmp_path, monkeypatch):
+    # the build child cannot even start (as on a host where it could not import the harness):
+    # the environment's fault, reported as such and never replayed once the environment is fixed
+    import sys
+
+    target = get_target("cpu_attention")
+    source = tmp_path / "fine.cpp"
+    source.write_text(START_CPU.read_text() + "\n// unique: environment test\n")
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'evals'\"\nexit 1\n")
+    fake.chmod(0o755)
+    with monkeypatch.context() as m:
+        m.setattr(sys, "executable", str(fake))
+        broken = build(target, source, cache_dir=tmp_path / "cache")
+    assert broken.failure.code == Code.HARNESS_ERROR
+    assert "build environment" in broken.failure.reason and "evals" in broken.failure.reason
+    assert not list((tmp_path / "cache").glob("*/result.json"))
+    fixed = build(target, source, cache_dir=tmp_path / "cache")
+    assert fixed.failure is None and not fixed.cached and fixed.library.is_file()
+
+
+def test_the_build_key_names_the_toolchain():
+    from evals.harness.build import toolchain
+
+    found = toolchain(False)
+    assert found["c++"] and "/" in found["c++"]  # a path and its version line

@@ -3,6 +3,7 @@ import random
 import pytest
 
 from evals.harness.timing import (
+    CallTime,
     PerfCounterTimer,
     TimingSettings,
     call_seed,
@@ -25,15 +26,20 @@ def test_summarize_median_mad_and_rse():
 
 
 class ScriptedTimer:
-    """Returns a fixed duration per callable and records the call order."""
+    """Returns a fixed duration per callable and records the call order (no latency rounds)."""
 
     def __init__(self) -> None:
         self.order: list[str] = []
 
-    def time_us(self, fn):
+    def time_call(self, fn, *, spin_us):
         name, value = fn()
         self.order.append(name)
-        return value
+        return CallTime(device_us=value, issue_us=1.0)
+
+    def latency_us(self, fn):
+        name, value = fn()
+        self.order.append(f"latency {name}")
+        return value + 100.0
 
 
 def _impl(name, values):
@@ -42,7 +48,9 @@ def _impl(name, values):
 
 def test_measure_interleaves_in_random_order_and_rotates_inputs():
     timer = ScriptedTimer()
-    settings = TimingSettings(warmup=1, min_trials=20, max_trials=20, target_rse=0.0)
+    settings = TimingSettings(
+        warmup=1, min_trials=20, max_trials=20, target_rse=0.0, latency_rounds=0
+    )
     run = measure({"a": _impl("a", [1.0, 2.0, 3.0]), "b": _impl("b", [4.0] * 3)},
                   timer=timer, settings=settings, rng=random.Random(0))
     timed = timer.order[6:]  # after 3 warm-up calls each
@@ -61,7 +69,9 @@ def test_before_hook_prepares_every_timed_call_and_no_warmup():
         seen.append((name, index, trial))
         timer.order.append(f"before {name}")
 
-    settings = TimingSettings(warmup=2, min_trials=7, max_trials=7, target_rse=0.0)
+    settings = TimingSettings(
+        warmup=2, min_trials=7, max_trials=7, target_rse=0.0, latency_rounds=0
+    )
     measure({"a": _impl("a", [1.0, 2.0, 3.0]), "b": _impl("b", [4.0] * 3)},
             timer=timer, settings=settings, rng=random.Random(1), before=before)
     assert timer.order[:12] == ["a"] * 6 + ["b"] * 6  # warm-up: no preparation
@@ -80,7 +90,8 @@ def test_last_trial_of_each_input_set_and_call_seeds():
 
 def test_measure_stops_when_converged():
     run = measure({"a": _impl("a", [5.0])}, timer=ScriptedTimer(),
-                  settings=TimingSettings(warmup=0, min_trials=5, max_trials=1000),
+                  settings=TimingSettings(warmup=0, min_trials=5, max_trials=1000,
+                                          latency_rounds=0),
                   rng=random.Random(0))
     assert run.stop == "converged" and run.trials == 5
 
@@ -89,7 +100,8 @@ def test_measure_stops_at_time_cap():
     ticks = iter(range(10_000))
     noisy = [1.0, 50.0, 100.0]
     run = measure({"a": _impl("a", noisy)}, timer=ScriptedTimer(),
-                  settings=TimingSettings(warmup=0, min_trials=3, max_trials=1000, time_cap_s=10),
+                  settings=TimingSettings(warmup=0, min_trials=3, max_trials=1000, time_cap_s=10,
+                                           latency_rounds=0),
                   rng=random.Random(0), clock=lambda: float(next(ticks)))
     assert run.stop == "time_cap" and run.trials < 20
 
@@ -97,5 +109,72 @@ def test_measure_stops_at_time_cap():
 def test_perf_counter_timer_measures_microseconds():
     import time
 
-    us = PerfCounterTimer().time_us(lambda: time.sleep(0.01))
-    assert 9_000 < us < 200_000
+    call = PerfCounterTimer().time_call(lambda: time.sleep(0.01))
+    assert 9_000 < call.device_us < 200_000
+    assert call.issue_us == call.device_us and call.hidden  # on the CPU, one figure
+
+
+class SpinTimer:
+    """A GPU-like timer: a call's host issue work is hidden only by a longer spin.
+
+    ``issue`` maps a name to its host issue time (us); a polluted call's device time
+    includes the host work the spin did not cover, as CUDA events around it would.
+    """
+
+    def __init__(self, issue):
+        self.issue = issue
+        self.spins: list[tuple[str, float]] = []
+
+    def time_call(self, fn, *, spin_us):
+        name, device = fn()
+        self.spins.append((name, spin_us))
+        hidden = spin_us > self.issue[name]
+        polluted = device if hidden else device + self.issue[name] - spin_us
+        return CallTime(device_us=polluted, issue_us=self.issue[name], hidden=hidden)
+
+    def latency_us(self, fn):
+        name, device = fn()
+        return device + self.issue[name]
+
+
+def test_device_time_excludes_host_issue_work_and_latency_includes_it():
+    timer = SpinTimer({"fast_host": 10.0, "slow_host": 300.0})
+    settings = TimingSettings(warmup=1, min_trials=10, max_trials=10, target_rse=0.0,
+                              spin_min_us=50.0, spin_factor=2.0)
+    impls = {"fast_host": _impl("fast_host", [20.0] * 3),
+             "slow_host": _impl("slow_host", [20.0] * 3)}
+    run = measure(impls, timer=timer, settings=settings, rng=random.Random(0))
+    # the spin is sized from warm-up issue times: 50 + 2 x issue
+    assert run.spin_us == {"fast_host": 70.0, "slow_host": 650.0}
+    assert run.stats["fast_host"].median_us == run.stats["slow_host"].median_us == 20.0
+    assert run.latency["slow_host"].median_us - run.latency["fast_host"].median_us == 290.0
+    assert run.issue["slow_host"].median_us == 300.0
+    assert run.polluted == {"fast_host": 0, "slow_host": 0}
+
+
+def test_a_call_whose_issue_work_outlasts_the_spin_is_discarded_and_the_spin_grows():
+    timer = SpinTimer({"a": 10.0})
+    settings = TimingSettings(warmup=1, min_trials=8, max_trials=8, target_rse=0.0,
+                              spin_min_us=50.0, spin_factor=2.0, latency_rounds=0)
+    calls = _impl("a", [20.0] * 3)
+    run_timer = measure({"a": calls}, timer=timer, settings=settings, rng=random.Random(0))
+    assert run_timer.polluted["a"] == 0
+    timer.issue["a"] = 500.0  # the host slows down after warm-up (sized for 10 us)
+    timer.spins.clear()
+    settings = TimingSettings(warmup=0, min_trials=8, max_trials=8, target_rse=0.0,
+                              spin_min_us=50.0, spin_factor=2.0, latency_rounds=0)
+    run = measure({"a": calls}, timer=timer, settings=settings, rng=random.Random(0))
+    spins = [s for _, s in timer.spins]
+    assert spins[:2] == [50.0, 1000.0]  # doubled past the issue time after the first pollution
+    assert run.polluted["a"] == 1
+    assert run.stats["a"].median_us == 20.0 and run.stats["a"].n == 7  # polluted call left out
+
+
+def test_no_hidden_call_at_all_falls_back_to_the_polluted_figures():
+    timer = SpinTimer({"a": 1e9})  # no spin can hide it
+    settings = TimingSettings(warmup=0, min_trials=4, max_trials=4, target_rse=0.0,
+                              spin_max_us=100.0, latency_rounds=0)
+    run = measure({"a": _impl("a", [20.0])}, timer=timer, settings=settings, rng=random.Random(0))
+    assert run.polluted["a"] == 4 and run.stats["a"].n == 4
+    assert run.stats["a"].median_us > 1e8  # reported as it is, never as a clean figure
+    assert run.stop != "converged"

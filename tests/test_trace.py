@@ -10,7 +10,7 @@ import pytest
 
 from evals.harness import Code
 from evals.harness.failures import Failure
-from evals.harness.judge import Session, trace_all
+from evals.harness.judge import Session
 from evals.harness.scenarios import Scenario
 from evals.harness.trace import (
     CALL_RANGE,
@@ -21,22 +21,32 @@ from evals.harness.trace import (
     own_kernels,
     summarise,
 )
+from evals.harness.trace_judge import trace_all
 from evals.harness.verdict import ScenarioResult
 from evals.harness.worker_client import WorkerFailure
 from tests.helpers import START_CPU
 
 TID, STREAM = 439, 7
 OWN = "void (anonymous namespace)::attention<128, __nv_bfloat16>((anonymous namespace)::Args)"
-FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
-        "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)")
+FILL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+    "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"
+)
 RANDN = "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel"
 GEMM = "nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNT"
 SPAN = 1000.0  # each call's slot: harness work, marker, call
 
 
 def _range(name, ts, dur):
-    return {"ph": "X", "cat": "user_annotation", "name": name, "pid": TID, "tid": TID,
-            "ts": ts, "dur": dur}
+    return {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": name,
+        "pid": TID,
+        "tid": TID,
+        "ts": ts,
+        "dur": dur,
+    }
 
 
 def _events(*calls, extra=()):
@@ -50,17 +60,39 @@ def _events(*calls, extra=()):
     events, launches = [], []
     for i, kernels in enumerate(calls):
         base = i * SPAN
-        events += [_range(HARNESS_RANGE, base + 50, 200),
-                   _range(f"{MARKER_RANGE}#{i}", base + 290, 20),
-                   _range(f"{CALL_RANGE}#{i}", base + 400, 400)]
+        events += [
+            _range(HARNESS_RANGE, base + 50, 200),
+            _range(f"{MARKER_RANGE}#{i}", base + 290, 20),
+            _range(f"{CALL_RANGE}#{i}", base + 400, 400),
+        ]
         launches += [(RANDN, STREAM, TID, base + 100), (FILL, STREAM, TID, base + 300)]
         offsets = {"in": 500, "after": 900, "harness": 150}
         launches += [(n, s, t, base + offsets[w]) for n, s, t, w in kernels]
     for corr, (name, stream, tid, ts) in enumerate([*launches, *extra]):
-        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": TID,
-                       "tid": tid, "ts": ts, "dur": 5.0, "args": {"correlation": corr}})
-        events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream,
-                       "ts": ts + 50, "dur": 3.0, "args": {"stream": stream, "correlation": corr}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": TID,
+                "tid": tid,
+                "ts": ts,
+                "dur": 5.0,
+                "args": {"correlation": corr},
+            }
+        )
+        events.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": name,
+                "pid": 0,
+                "tid": stream,
+                "ts": ts + 50,
+                "dur": 3.0,
+                "args": {"stream": stream, "correlation": corr},
+            }
+        )
     return events
 
 
@@ -78,20 +110,47 @@ def test_own_kernels_and_fills_on_the_callers_stream_pass_and_harness_work_is_no
     assert verdicts[2][1].startswith("passed: 1 kernel(s)")
 
 
-@pytest.mark.parametrize(("kernel", "text"), [
-    ((OWN, 13, TID, "in"), "not the caller's stream 7"),
-    ((OWN, STREAM, 457828672, "in"), "from another thread"),
-    ((OWN, STREAM, 457828672, "after"), "from another thread"),
-    ((OWN, STREAM, TID, "after"), "from outside the call"),
-    ((GEMM, STREAM, TID, "in"), "not the candidate's own: nvjet"),
-])
+@pytest.mark.parametrize(
+    ("kernel", "text"),
+    [
+        ((OWN, 13, TID, "in"), "not the caller's stream 7"),
+        ((OWN, STREAM, 457828672, "in"), "from another thread"),
+        ((OWN, STREAM, 457828672, "after"), "from another thread"),
+        ((OWN, STREAM, TID, "after"), "from outside the call"),
+        ((GEMM, STREAM, TID, "in"), "not the candidate's own: nvjet"),
+    ],
+)
 def test_side_streams_threads_deferred_launches_and_library_kernels_fail_their_own_call(
-        kernel, text):
+    kernel, text
+):
     verdicts = _judge(GOOD, [*GOOD, kernel], GOOD)
     assert verdicts[0][0] is None and verdicts[2][0] is None
     failure, finding = verdicts[1]
     assert failure is not None and failure.code == Code.TRACE_VIOLATION and finding == "failed"
     assert text in failure.reason
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        ("Memcpy HtoD (Pinned -> Device)", False),
+        ("Memcpy DtoH (Device -> Pageable)", False),
+        ("Memcpy DtoD (Device -> Device)", True),
+    ],
+)
+def test_a_copy_between_host_and_device_inside_a_call_fails_it(name, ok):
+    copy = "COPY_MARK"
+    events = _events(GOOD, [*GOOD, (copy, STREAM, TID, "in")])
+    for e in events:
+        if e["name"] == copy:
+            e["cat"], e["name"] = "gpu_memcpy", name
+    verdicts = judge(summarise(events, TID), frozenset({"attention"}), 2)
+    assert verdicts[0][0] is None
+    failure = verdicts[1][0]
+    if ok:
+        assert failure is None
+    else:
+        assert failure is not None and "between host and device" in failure.reason
 
 
 def test_own_kernel_in_the_harness_work_before_a_call_is_deferred_work_of_the_call_before():
@@ -131,12 +190,18 @@ def test_a_kernel_record_that_lost_its_launch_record_is_blamed_on_no_one():
     assert "lost their launch record" in verdicts[1][1]
 
 
-@pytest.mark.parametrize(("name", "base"), [
-    (OWN, "attention"),
-    ("(anonymous namespace)::append_kv(char const*, char*, int const*, int, long)", "append_kv"),
-    ("wild(float*)", "wild"),
-    (FILL, "vectorized_elementwise_kernel"),
-])
+@pytest.mark.parametrize(
+    ("name", "base"),
+    [
+        (OWN, "attention"),
+        (
+            "(anonymous namespace)::append_kv(char const*, char*, int const*, int, long)",
+            "append_kv",
+        ),
+        ("wild(float*)", "wild"),
+        (FILL, "vectorized_elementwise_kernel"),
+    ],
+)
 def test_base_name(name, base):
     assert base_name(name) == base
 
@@ -151,7 +216,8 @@ def test_own_kernels_reads_the_nvcc_host_stubs_of_the_object_file(tmp_path):
         "namespace { void __device_stub__ZN12_GLOBAL__N_19attentionILi64EEEvNS_6ParamsE("
         "Params const&) {} }\n"
         "void use() { Params p{1}; __device_stub__ZN12_GLOBAL__N_19attentionILi64EEEvNS_6ParamsE"
-        "(p); }\n")
+        "(p); }\n"
+    )
     subprocess.run(["g++", "-c", str(src), "-o", str(tmp_path / "candidate.cuda.o")], check=True)
     assert own_kernels(tmp_path / "ks_x.so") == {"wild", "attention"}
 
@@ -177,8 +243,7 @@ def _session(answer, n=3, summary=None):
     target = SimpleNamespace(limits=SimpleNamespace(call_timeout_s=120.0))
     session = Session(target, _Client(answer, summary), seed=7, command="bench")
     session.own_kernels = frozenset({"attention"})
-    results = [ScenarioResult(Scenario(id=f"s{i}"), correct=True)
-               for i in range(n)]
+    results = [ScenarioResult(Scenario(id=f"s{i}"), correct=True) for i in range(n)]
     return session, results
 
 
@@ -188,7 +253,7 @@ def test_trace_all_sends_the_correct_scenarios_in_one_request_and_fails_the_viol
     session, results = _session(answer, n=3, summary=summary)
     results[1].correct = False  # already failed: not traced
     trace_all(session, results)
-    (header, timeout), = session.client.requests
+    ((header, timeout),) = session.client.requests
     assert [item["scenario"]["id"] for item in header["items"]] == ["s0", "s2"]
     assert timeout > 120.0
     assert results[0].correct and results[0].checks["trace"].startswith("passed")
@@ -198,8 +263,13 @@ def test_trace_all_sends_the_correct_scenarios_in_one_request_and_fails_the_viol
 
 def test_trace_all_blames_a_candidate_error_on_its_call_and_skips_the_rest():
     failure = {"code": "exception", "reason": "candidate raised RuntimeError: CUDA error"}
-    answer = {"ok": True, "traced": False, "error": "RuntimeError(...)", "restart": True,
-              "stopped": {"index": 1, "failure": failure, "restart": True}}
+    answer = {
+        "ok": True,
+        "traced": False,
+        "error": "RuntimeError(...)",
+        "restart": True,
+        "stopped": {"index": 1, "failure": failure, "restart": True},
+    }
     session, results = _session(answer)
     trace_all(session, results)
     assert session.client.killed

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,11 +24,12 @@ from pathlib import Path
 
 import torch
 
+from evals.harness.build_child import COMPILER_FAILED
 from evals.harness.failures import Code, Failure
-from evals.harness.hygiene import clean_environment
+from evals.harness.hygiene import clean_environment, package_root
 from evals.harness.targets.base import Target
 
-BUILD_FORMAT = 1
+BUILD_FORMAT = 2
 """Bump to invalidate every cached build."""
 
 _ERROR_LINE = re.compile(r"\berror\b|\bundefined reference\b|fatal", re.IGNORECASE)
@@ -83,11 +86,42 @@ def build_key(target: Target, source: bytes) -> str:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": sys.version_info[:2],
+        "toolchain": toolchain(target.build.with_cuda),
     }
     h.update(json.dumps(meta, sort_keys=True).encode())
     h.update(b"\0")
     h.update(source)
     return h.hexdigest()
+
+
+@functools.cache
+def toolchain(with_cuda: bool) -> dict[str, str | None]:
+    """The compilers a build would use: their paths and first version lines.
+
+    Part of the cache key, so a cached compiler error is never replayed to another toolchain.
+    """
+    found: dict[str, str | None] = {}
+    names = ("c++", "nvcc") if with_cuda else ("c++",)
+    for name in names:
+        path = shutil.which(name, path=_build_path())
+        found[name] = f"{path} {_version_line(path)}" if path else None
+    return found
+
+
+def _build_path() -> str:
+    """The PATH the build child gets (this interpreter's folder first)."""
+    return f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def _version_line(path: str) -> str:
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "(no version)"
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no version)"
 
 
 def trim_log(log: str) -> str:
@@ -137,7 +171,8 @@ def build(
 ) -> BuildResult:
     """Build ``source_path`` for ``target``, reusing a cached build of identical content.
 
-    Compiler errors are cached (they are deterministic); timeouts are not.
+    Compiler errors are cached (they are deterministic); timeouts and failures of the build
+    environment (no compiler, a module the build child cannot import) are not.
     """
     source = source_path.read_bytes()
     key = build_key(target, source)
@@ -168,6 +203,7 @@ def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: boo
     (root / "build").mkdir(exist_ok=True)
     env = clean_environment(os.environ) if clean_env else dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), package_root()]))
     start = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-P", "-m", "evals.harness.build_child", json.dumps(spec)],
@@ -190,5 +226,10 @@ def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: boo
     library = Path(spec["build_directory"]) / f"{spec['name']}.so"
     if library.is_file():  # linked; loading problems are the worker's to report
         return BuildResult(key, library, None, log, seconds, False)
-    failure = Failure(Code.BUILD_ERROR, f"build error: {first_error(log)}")
+    text = out.decode(errors="replace")
+    if COMPILER_FAILED in text:
+        failure = Failure(Code.BUILD_ERROR, f"build error: {first_error(log)}")
+    else:  # the compiler never ran: the environment's fault, never the candidate's
+        last = text.strip().splitlines()[-1] if text.strip() else f"exit {proc.returncode}"
+        failure = Failure(Code.HARNESS_ERROR, f"the build environment failed: {last}")
     return BuildResult(key, None, failure, log, seconds, False)

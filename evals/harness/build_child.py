@@ -1,12 +1,18 @@
 """Child process that compiles one candidate with ``torch.utils.cpp_extension.load``.
 
-Run by :mod:`evals.harness.build`; prints the compiler output, then ``BUILD-OK`` on success.
+Run by :mod:`evals.harness.build`; prints the compiler output, then ``BUILD-OK`` on success,
+or a :data:`COMPILER_FAILED` line when the compiler itself rejected the source: only such a
+failure is the candidate's (and cached); any other (no compiler, a missing module) is the
+environment's and is never cached.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+
+COMPILER_FAILED = "KERNELSEEK-COMPILER-FAILED"
+_COMPILER_ERROR = "Error building extension"  # torch.utils.cpp_extension, after ninja fails
 
 
 def main(argv: list[str]) -> int:
@@ -28,6 +34,8 @@ def main(argv: list[str]) -> int:
         )
     except Exception as exc:  # the compiler's own output is already on stdout
         print(f"{type(exc).__name__}: {exc}", flush=True)
+        if str(exc).startswith(_COMPILER_ERROR):
+            print(COMPILER_FAILED, flush=True)
         return 1
     print("BUILD-OK", flush=True)
     return 0

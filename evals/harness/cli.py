@@ -63,6 +63,11 @@ def _write_json(verdict: Verdict, path: Path | None) -> None:
     tmp.replace(path)
 
 
+def _notify(message: str) -> None:
+    """Waits and other news of the run, on stderr (also with ``--quiet``)."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = parser().parse_args(argv)
@@ -78,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         scenario_ids=tuple(args.scenario),
     )
     progress = None if args.quiet else report.print_progress
-    verdict = evaluate(settings, progress=progress)
+    verdict = evaluate(settings, progress=progress, notify=_notify)
     _write_json(verdict, args.json)
     print(report.render(verdict), flush=True)
     if verdict.status == "error":

@@ -33,6 +33,7 @@ class Code(StrEnum):
     UNWRITTEN_OUTPUT = "unwritten_output"
     INACCURATE = "inaccurate"
     IMPLAUSIBLE = "implausible"
+    HOST_WORK = "host_work"
     INPUT_MODIFIED = "input_modified"
     OUTPUT_ALIASED = "output_aliased"
     STALE_RESULT = "stale_result"
@@ -40,6 +41,7 @@ class Code(StrEnum):
     TRACE_VIOLATION = "trace_violation"
     HARNESS_ERROR = "harness_error"
     HARNESS_MODIFIED = "harness_modified"
+    DEVICE_BUSY = "device_busy"
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,11 @@ the working directory or the temp folder, where an agent could plant a library."
 DEFAULT_HASH_FILES = (Path("/opt/kernelseek/INSTALL_HASHES.txt"),)
 
 
+def package_root() -> str:
+    """The folder holding the ``evals`` package (children must import it from there)."""
+    return str(Path(__file__).resolve().parents[2])
+
+
 def clean_environment(env: Mapping[str, str]) -> dict[str, str]:
     """The environment the worker and compiler get during ``score``.
 
@@ -56,7 +61,9 @@ def clean_environment(env: Mapping[str, str]) -> dict[str, str]:
         clean["LD_LIBRARY_PATH"] = libs
     cwd = os.getcwd()
     paths = [p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p) and p != cwd]
-    clean["PYTHONPATH"] = os.pathsep.join(paths)
+    # the harness's own package last: found even when this process found it in the working
+    # folder (a checkout run with ``python -m``), never ahead of the installed packages
+    clean["PYTHONPATH"] = os.pathsep.join([*paths, package_root()])
     clean["PYTHONNOUSERSITE"] = "1"
     return clean
 

@@ -52,6 +52,8 @@ def render(verdict: Verdict) -> str:
         lines.append(f"ERROR [{verdict.failure.code}] {verdict.failure.reason}")
         return "\n".join(lines)
     ups = list(verdict.upstreams)
+    with_latency = any(r.latency for r in verdict.results)
+    names = ["candidate", *ups] if with_latency else []
     header = [
         "scenario",
         "ok",
@@ -61,6 +63,7 @@ def render(verdict: Verdict) -> str:
         *(f"{u}_us" for u in ups),
         *(f"x_{u}" for u in ups),
         "tflops",
+        *(f"{'cand' if n == 'candidate' else n}_lat_us" for n in names),
     ]
     rows = [header]
     for r in verdict.results:
@@ -76,6 +79,7 @@ def render(verdict: Verdict) -> str:
                 *(_fmt(r.times[u].median_us if u in r.times else None, ".1f") for u in ups),
                 *(_fmt(r.speedup(u), ".3f") for u in ups),
                 _fmt(data["tflops"], ".3f"),
+                *(_fmt(r.latency[n].median_us if n in r.latency else None, ".1f") for n in names),
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -84,6 +88,16 @@ def render(verdict: Verdict) -> str:
     agg = aggregates(verdict.results, ups)
     geo = ", ".join(f"{k} {_fmt(v, '.3f')}x" for k, v in agg["geomean_speedup"].items())
     lines.append(f"passed {agg['passed']}/{agg['scenarios']}; geomean speedup: {geo}")
+    if with_latency:
+        lines.append(
+            "times (_us) are device time, host issue work hidden, and speedups use them; "
+            "_lat_us is call latency (host work included), for reference only"
+        )
+    if agg["not_converged"]:
+        lines.append(
+            f"timing did not converge on {agg['not_converged']} scenario(s) after a re-time: "
+            "their figures are less precise (see the notes)"
+        )
     t = verdict.timing
     if t:
         inside = t["candidate_calls_s"] + t["upstream_calls_s"]

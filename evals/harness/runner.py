@@ -14,17 +14,20 @@ from typing import Literal
 
 from evals.harness import provenance, trace
 from evals.harness.build import BuildResult, build
+from evals.harness.device_lock import device_lock
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
-from evals.harness.judge import PHASES, Session, Tally, judge_scenario, trace_all
+from evals.harness.judge import PHASES, Session, Tally, judge_scenario
 from evals.harness.scenarios import Scenario, Suite
 from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
+from evals.harness.trace_judge import trace_all
 from evals.harness.verdict import ScenarioResult, Verdict
 from evals.harness.worker_client import WorkerClient, WorkerFailure
 
 Command = Literal["check", "bench", "score"]
 Progress = Callable[[int, int, ScenarioResult], None]
+Notify = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class RunSettings:
         candidate_upstream: Self-check: judge this upstream as the candidate (e.g. ``fa3``),
             so its speedup over itself shows whether the timing is sound.
         scenario_ids: Judge only these scenarios of the suite (all when empty).
+        lock_timeout_s: Seconds to wait for the device lock (another run judging on the same
+            device) before giving up with ``device_busy``.
     """
 
     command: Command
@@ -54,6 +59,7 @@ class RunSettings:
     call_timeout_s: float | None = None
     candidate_upstream: str | None = None
     scenario_ids: tuple[str, ...] = ()
+    lock_timeout_s: float = 3600.0
 
     def to_json(self) -> dict[str, object]:
         """JSON form, logged into the verdict."""
@@ -94,8 +100,13 @@ def _setup(settings: RunSettings, verdict: Verdict) -> tuple[Target, Suite]:
     return target, suite
 
 
-def evaluate(settings: RunSettings, progress: Progress | None = None) -> Verdict:
-    """Judge one candidate. Never raises for a bad candidate or bad input: see the verdict."""
+def evaluate(
+    settings: RunSettings, progress: Progress | None = None, notify: Notify | None = None
+) -> Verdict:
+    """Judge one candidate. Never raises for a bad candidate or bad input: see the verdict.
+
+    ``progress`` hears of each judged scenario; ``notify`` of waits for the device lock.
+    """
     start = time.monotonic()
     kernel = {"path": str(settings.kernel) if settings.kernel else None}
     verdict = Verdict(settings.command, settings.target, settings.suite, kernel, None, "error")
@@ -123,7 +134,7 @@ def evaluate(settings: RunSettings, progress: Progress | None = None) -> Verdict
         verdict.checks["install"] = outcome
     with tempfile.TemporaryDirectory(prefix="kernelseek-build-") as private_cache:
         built = None if rejected else _build(target, settings, Path(private_cache))
-        _finish(verdict, target, settings, suite, built, rejected, progress)
+        _finish(verdict, target, settings, suite, built, rejected, (progress, notify))
     verdict.timing["wall_s"] = time.monotonic() - start
     return verdict
 
@@ -135,7 +146,7 @@ def _finish(
     suite: Suite,
     built: BuildResult | None,
     rejected: Failure | None,
-    progress: Progress | None,
+    listeners: tuple[Progress | None, Notify | None],
 ) -> None:
     """Judge the built candidate (or record why it cannot be judged) and fill the timing."""
     verdict.build = built.to_json() if built else None
@@ -148,10 +159,12 @@ def _finish(
         _fail_all(verdict, suite.scenarios, rejected)
     else:
         library = built.library if built else None
-        _judge_all(verdict, target, library, suite.scenarios, tally, progress, settings)
+        _judge_locked(verdict, target, library, suite.scenarios, tally, listeners, settings)
     verdict.status = (
         "ok" if verdict.failure is None and all(r.correct for r in verdict.results) else "failed"
     )
+    if verdict.failure is not None and verdict.failure.code == Code.DEVICE_BUSY:
+        verdict.status = "error"  # not the candidate's doing
     parts = [*PHASES, *sorted({k for r in verdict.results for k in r.seconds} - set(PHASES))]
     verdict.timing = {
         "build_s": built.seconds if built else 0.0,
@@ -210,6 +223,28 @@ def _read_kernel(path: Path, target: Target) -> bytes:
 def _fail_all(verdict: Verdict, scenarios: tuple[Scenario, ...], failure: Failure) -> None:
     verdict.failure = failure
     verdict.results = [ScenarioResult(s, failure=failure) for s in scenarios]
+
+
+def _judge_locked(
+    verdict: Verdict,
+    target: Target,
+    library: Path | None,
+    scenarios: tuple[Scenario, ...],
+    tally: Tally,
+    listeners: tuple[Progress | None, Notify | None],
+    settings: RunSettings,
+) -> None:
+    """Judge every scenario holding the device's lock: one measurement at a time per device."""
+    progress, notify = listeners
+    what = f"{settings.command} {target.name} {settings.kernel or settings.candidate_upstream}"
+    try:
+        with device_lock(
+            target.device_key(), what=what, timeout_s=settings.lock_timeout_s, notify=notify
+        ) as lock:
+            verdict.lock = lock
+            _judge_all(verdict, target, library, scenarios, tally, progress, settings)
+    except HarnessInputError as exc:
+        _fail_all(verdict, scenarios, exc.failure)
 
 
 def _judge_all(

@@ -3,10 +3,11 @@
 The worker records one profiler session over one candidate call per scenario, after all
 timing (``Recorder``); the parent judges the summary per call (``judge``): every GPU
 activity must have been launched by the calling thread during its call, run on the caller's
-stream (so it finishes before the harness's end event), and every kernel must be the
-candidate's own (its ``__global__`` functions, read from the object file) or a torch fill or
-copy kernel behind an allowed allocation op. cuBLAS, cuDNN, flash, CUTLASS or other aten
-kernels, side streams, background threads and deferred launches all fail.
+stream (so it finishes before the harness's end event), no copy may move data between host
+and device, and every kernel must be the candidate's own (its ``__global__`` functions, read
+from the object file) or a torch fill or copy kernel behind an allowed allocation op.
+cuBLAS, cuDNN, flash, CUTLASS or other aten kernels, side streams, background threads and
+deferred launches all fail.
 
 One session for the whole run, not one per scenario: CUPTI's set-up and teardown cost about a
 second per session, and back-to-back sessions can drop kernel records at their head
@@ -40,6 +41,10 @@ GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 ALLOWED_TORCH_KERNELS = re.compile(r"FillFunctor|copy_kernel|CopyKernel", re.IGNORECASE)
 """Kernels of the allocation, fill and copy ops the contract allows."""
+HOST_COPY = re.compile(r"\b(HtoD|DtoH|HtoH)\b")
+"""Copies between host and device memory (profiler names ``Memcpy HtoD (Pinned -> Device)``):
+never inside a call. Device time hides the host's work behind a spin, so data computed on
+the host and copied in (or copied out to be computed there) would be work the timer misses."""
 Verdicts = list[tuple[Failure | None, str]]
 
 
@@ -234,6 +239,8 @@ def _violation(
         reason = f"{what} was launched from outside the call (deferred work)"
     elif act["call"] is None:
         return None  # the harness's own work between calls
+    elif act["cat"] == "gpu_memcpy" and HOST_COPY.search(act["name"]):
+        reason = f"{what}: a copy between host and device during the call"
     elif act["stream"] != stream:
         reason = f"{what} ran on stream {act['stream']}, not the caller's stream {stream}"
     elif act["cat"] == "kernel" and not own and not ALLOWED_TORCH_KERNELS.search(act["name"]):

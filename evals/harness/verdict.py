@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from evals.harness.device_lock import LockRecord
 from evals.harness.failures import Failure
 from evals.harness.scenarios import Scenario
 from evals.harness.timing import TimingStats
@@ -24,7 +25,13 @@ class ScenarioResult:
         correct: Whether every checked output passed.
         failure: The first failure, or None.
         errors: Worst-case error figures over the checked input sets.
-        times: Timing stats per implementation (``candidate`` and upstream names).
+        times: Device-time stats per implementation (``candidate`` and upstream names): the
+            headline every speedup, geomean and floor uses.
+        latency: Call-latency stats per implementation (host issue work included, as a
+            caller sees it; display only, empty where it equals device time).
+        issue: Host issue-time stats per implementation (the call's own host work).
+        timing: How the timing went: trials, why it stopped, attempts, whether it
+            converged, calls discarded as polluted and the final spin per implementation.
         unsupported: Upstream name to why it cannot run this scenario.
         flops: FLOPs of one call; bytes: bytes moved by one call.
         floor_us: The roofline floor the candidate time was checked against (GPU targets).
@@ -44,6 +51,9 @@ class ScenarioResult:
     failure: Failure | None = None
     errors: dict[str, float] = field(default_factory=dict)
     times: dict[str, TimingStats] = field(default_factory=dict)
+    latency: dict[str, TimingStats] = field(default_factory=dict)
+    issue: dict[str, TimingStats] = field(default_factory=dict)
+    timing: dict[str, Any] = field(default_factory=dict)
     unsupported: dict[str, str] = field(default_factory=dict)
     flops: float = 0.0
     bytes: float = 0.0
@@ -78,6 +88,9 @@ class ScenarioResult:
             "failure": self.failure.to_json() if self.failure else None,
             "errors": self.errors,
             "times_us": {k: v.to_json() for k, v in self.times.items()},
+            "latency_us": {k: v.to_json() for k, v in self.latency.items()},
+            "issue_us": {k: v.to_json() for k, v in self.issue.items()},
+            "timing": self.timing,
             "speedup": speedups,
             "fastest_upstream": fastest,
             "unsupported": self.unsupported,
@@ -100,7 +113,9 @@ def geomean(values: Iterable[float]) -> float | None:
 def aggregates(results: list[ScenarioResult], upstreams: Iterable[str]) -> dict[str, Any]:
     """Scenarios passed and geomean speedups vs each upstream and vs the per-scenario fastest.
 
-    Geomeans are over the correct, timed scenarios; ``all_correct`` says whether that is all.
+    Geomeans are over the correct, timed scenarios (device time); ``all_correct`` says
+    whether that is all; ``not_converged`` counts correct scenarios whose timing missed its
+    target rse after every attempt (their figures are less precise).
     """
     passed = [r for r in results if r.correct]
     speedups: dict[str, float | None] = {}
@@ -115,6 +130,7 @@ def aggregates(results: list[ScenarioResult], upstreams: Iterable[str]) -> dict[
         "passed": len(passed),
         "all_correct": len(passed) == len(results) and bool(results),
         "geomean_speedup": speedups,
+        "not_converged": sum(1 for r in passed if r.timing.get("converged") is False),
     }
 
 
@@ -137,6 +153,8 @@ class Verdict:
     settings: Mapping[str, Any] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)
+    lock: LockRecord | None = None
+    """The device lock this run held while judging (how long it waited, when it held it)."""
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as JSON (schema :data:`VERDICT_SCHEMA`)."""
@@ -158,4 +176,5 @@ class Verdict:
             "settings": dict(self.settings),
             "flags": self.flags,
             "checks": self.checks,
+            "lock": self.lock.to_json() if self.lock else None,
         }

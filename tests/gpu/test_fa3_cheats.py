@@ -23,6 +23,8 @@ CASES = [
     ("pointer_cache.cu", "check", PREFILL, Code.STALE_RESULT, "refilled with new data"),
     ("shape_cache.cu", "check", PREFILL, Code.INACCURATE, "exceeds tolerance"),
     ("timed_subset.cu", "bench", PREFILL, Code.STALE_RESULT, "a timed call"),
+    ("host_sync.cu", "bench", PREFILL, Code.HOST_WORK, "on the host"),
+    ("host_roundtrip.cu", "check", PREFILL, Code.TRACE_VIOLATION, "between host and device"),
     ("side_stream_created.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "CUDA stream"),
     ("side_stream_pooled.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
     ("per_thread_stream.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
@@ -83,5 +85,6 @@ def test_honest_kernels_pass_every_check(kernel):
     assert doc["checks"]["trace"].startswith("on every scenario")
     for sc in doc["scenarios"]:
         assert sc["checks"]["trace"].startswith("passed"), sc["checks"]
-        assert {"verification", "anti_caching", "races", "timed_outputs", "roofline"} <= set(
+        assert {"verification", "anti_caching", "races", "timed_outputs", "roofline",
+                "host_issue"} <= set(
             sc["checks"]), sc["checks"]

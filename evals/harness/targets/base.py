@@ -214,6 +214,10 @@ class Target(ABC):
         """Device facts for provenance (name, driver, clocks where known)."""
         return {}
 
+    def device_key(self) -> str:
+        """The device runs are serialised on (:mod:`evals.harness.device_lock`): the CPU here."""
+        return "cpu"
+
     def device_state(self) -> dict[str, Any]:
         """Clocks and temperature now (logged before and after a run); empty when unknown."""
         return {}

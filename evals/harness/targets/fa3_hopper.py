@@ -14,6 +14,7 @@ import torch
 from evals.harness.gpu import (
     Ceilings,
     CudaEventTimer,
+    cuda_device_key,
     describe_cuda_device,
     device_state,
     measure_ceilings,
@@ -74,7 +75,9 @@ class Fa3Hopper(Target):
                 extra_cflags=("-O3",), extra_cuda_cflags=NVCC_FLAGS, with_cuda=True, timeout_s=600.0
             ),
             accuracy=AccuracyRule(baseline="fa3", floors={"bfloat16": 2e-3, "float8_e4m3fn": 2e-3}),
-            timing=TimingSettings(warmup=2, min_trials=10, max_trials=100, time_cap_s=1.0),
+            timing=TimingSettings(
+                warmup=2, min_trials=10, max_trials=100, time_cap_s=1.0, fresh_queries=True
+            ),
             limits=WorkerLimits(call_timeout_s=120.0),
             upstreams=fa3_upstreams(),
             policy=SourcePolicy(
@@ -105,6 +108,10 @@ class Fa3Hopper(Target):
     def make_timing_inputs(self, scenario: Scenario, seeds: list[int]) -> list[Inputs]:
         """Timing sets; KV-cache scenarios share one cache (see ``fa3_problem``)."""
         return list(problem.make_timing_inputs(self.params(scenario), seeds))
+
+    def refill_query(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
+        """Fresh standard-normal q from ``seed`` in the same buffer (fp8: the set's descale)."""
+        problem.refill_query(self.params(scenario), inputs, seed)
 
     def expected_output(self, scenario: Scenario) -> OutputSpec:
         """bf16, shaped like q, on the GPU."""
@@ -178,6 +185,10 @@ class Fa3Hopper(Target):
     def timer(self) -> Timer:
         """CUDA events around each call, L2 flushed and the device idle before it."""
         return CudaEventTimer()
+
+    def device_key(self) -> str:
+        """The current CUDA device, by UUID (stable across processes and containers)."""
+        return cuda_device_key()
 
     def device_state(self) -> dict[str, Any]:
         """SM clock, temperature, memory and power from nvidia-smi."""

@@ -165,6 +165,24 @@ def make_inputs(
     return out
 
 
+def refill_query(p: Fa3Params, inputs: Mapping[str, Any], seed: int) -> None:
+    """Overwrite ``inputs['q']`` in place with fresh standard-normal values drawn from ``seed``.
+
+    fp8 queries are quantised with the input set's own ``q_descale`` (b, heads_kv), so the
+    descales stay those the reference and every upstream see. Deterministic: the parent
+    rebuilds a timed call's q to check its output.
+    """
+    q = inputs["q"]
+    gen = torch.Generator(device=q.device).manual_seed(seed)
+    fresh = torch.randn(q.shape, generator=gen, device=q.device, dtype=torch.bfloat16)
+    if not p.fp8:
+        q.copy_(fresh)
+        return
+    descale = inputs["q_descale"]
+    scale = descale.repeat_interleave(q.shape[2] // descale.shape[1], dim=1)[:, None, :, None]
+    q.copy_((fresh.float() / scale).clamp(-FP8_MAX, FP8_MAX).to(FP8))
+
+
 def _maybe_fp8(p: Fa3Params, **tensors: torch.Tensor) -> dict[str, Any]:
     if not p.fp8:
         return {**tensors, "q_descale": None, "k_descale": None, "v_descale": None}

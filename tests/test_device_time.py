@@ -1,0 +1,120 @@
+"""Device time as the headline: the host-issue cap, the re-time of unconverged timing, the
+fresh queries of the GPU target (run here on CPU tensors) and what the verdict says."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from evals.harness import Code
+from evals.harness import judge as judge_module
+from evals.harness.scenarios import Scenario
+from evals.harness.targets import fa3_problem
+from evals.harness.timing import TimingSettings, TimingStats
+from evals.harness.verdict import ScenarioResult, aggregates
+
+
+def _stats(median):
+    return TimingStats(median_us=median, mad_us=0.0, min_us=median, max_us=median, rse=0.0, n=9)
+
+
+def _result(issue):
+    r = ScenarioResult(Scenario("s", {}))
+    r.issue = {name: _stats(us) for name, us in issue.items()}
+    return r
+
+
+def _session(device):
+    return SimpleNamespace(target=SimpleNamespace(device=device, timing=TimingSettings()))
+
+
+@pytest.mark.parametrize(
+    ("issue", "failed"),
+    [
+        ({"candidate": 30.0, "fa3": 250.0}, False),
+        ({"candidate": 199.0, "fa3": 20.0}, False),  # the fixed cap: 200 us
+        ({"candidate": 320.0, "fa3": 100.0}, True),  # over max(200, 2 x 100)
+        ({"candidate": 480.0, "fa3": 250.0}, False),  # within 2 x the slowest upstream
+        ({"candidate": 2000.0, "fa3": 250.0, "cudnn": 90.0}, True),
+    ],
+)
+def test_a_gpu_candidate_over_the_host_issue_cap_fails(issue, failed):
+    result = _result(issue)
+    failure = judge_module._host_issue(_session("cuda"), result)
+    if failed:
+        assert failure is not None and failure.code == Code.HOST_WORK
+        assert "on the host" in failure.reason
+    else:
+        assert failure is None and result.checks["host_issue"].startswith("passed")
+
+
+def test_the_host_issue_cap_does_not_apply_on_the_cpu():
+    # on the CPU the host is the device: its issue time is the work itself
+    assert judge_module._host_issue(_session("cpu"), _result({"candidate": 1e6})) is None
+
+
+def _header(stop):
+    stats = {"candidate": _stats(10.0).to_json(), "sdpa": _stats(20.0).to_json()}
+    return {
+        "stop": stop,
+        "trials": 12,
+        "stats": stats,
+        "latency": stats,
+        "issue": stats,
+        "polluted": {"candidate": 0, "sdpa": 2},
+        "spin_us": {"candidate": 50.0, "sdpa": 90.0},
+        "tensors": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("stops", "attempts", "converged"),
+    [
+        (["converged"], 1, True),
+        (["time_cap", "converged"], 2, True),
+        (["time_cap", "time_cap"], 2, False),
+    ],
+)
+def test_unconverged_timing_is_retimed_once_then_reported(monkeypatch, stops, attempts, converged):
+    answers = iter(stops)
+    asked = []
+
+    def request(session, scenario, result, attempt):
+        asked.append(attempt)
+        return _header(next(answers)), b"", {"seeds": [1, 2, 3], "rng_seed": 4}
+
+    monkeypatch.setattr(judge_module, "_time_request", request)
+    monkeypatch.setattr(judge_module, "_unpack", lambda *a: [])
+    monkeypatch.setattr(judge_module, "_check_timed", lambda *a, **k: None)
+    monkeypatch.setattr(judge_module, "_plausible", lambda *a: None)
+    result = ScenarioResult(Scenario("s", {}))
+    result.correct = True
+    assert judge_module._time(_session("cpu"), result.scenario, result) is None
+    assert asked == list(range(attempts))
+    assert result.timing["attempts"] == attempts and result.timing["converged"] is converged
+    assert result.timing["polluted"] == {"sdpa": 2}
+    notes = [f for f in result.flags if "did not converge" in f]
+    assert bool(notes) is not converged
+    assert aggregates([result], ["sdpa"])["not_converged"] == (0 if converged else 1)
+    doc = result.to_json()
+    assert doc["latency_us"]["sdpa"]["median_us"] == 20.0 and doc["timing"]["attempts"] == attempts
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn"])
+def test_fa3_fresh_queries_rewrite_q_in_place_deterministically(dtype):
+    p = fa3_problem.Fa3Params(kind="kvcache", category="decode", dtype=dtype, batch=2,
+                              heads_q=8, heads_kv=2, head_dim=64, causal=True, seqlen_q=3,
+                              cache_len=40)
+    inputs = fa3_problem.make_inputs(p, 1, device="cpu")
+    q = inputs["q"]
+    before, ptr = q.clone(), q.data_ptr()
+    fa3_problem.refill_query(p, inputs, 7)
+    first = q.clone()
+    assert q.data_ptr() == ptr and q.dtype == before.dtype
+    assert not torch.equal(first.float(), before.float())
+    fa3_problem.refill_query(p, inputs, 8)
+    assert not torch.equal(q.float(), first.float())
+    fa3_problem.refill_query(p, inputs, 7)
+    assert torch.equal(q.float(), first.float())  # the parent rebuilds a timed call's q
+    values = fa3_problem.dequantize(q, inputs["q_descale"])
+    assert 0.8 < float(values.std()) < 1.2  # standard normal after the set's own descale
