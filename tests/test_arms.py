@@ -83,11 +83,12 @@ def test_bank_arm_asks_at_a_limit_claim_a_suspicious_gain_and_a_stall(tmp_path):
     outputs = [
         _tool("bench"),                                            # start kernel: first best
         _text("I believe we are at the hardware limit of this CPU."),  # limit claim
-        _cp(CPU_KERNELS / "fast.cpp"), _tool("bench"),             # ~8x jump: suspicious
+        _cp(CPU_KERNELS / "fast.cpp"), _tool("bench"),             # ~8x jump: suspicious (1.2x
+                                                                   # is plenty, even under load)
         _cp(START_CPU), _tool("bench"),                            # worse than best: stall
         _tool("submit"),
     ]
-    log = _eval(kernelseek_bank(stall_bench_calls=1), outputs, tmp_path)
+    log = _eval(kernelseek_bank(stall_bench_calls=1, gain_factor=1.2), outputs, tmp_path)
     for sample in log.samples:
         asked = _questions(sample)
         assert [q["trigger"] for q in asked] == ["limit_claim", "suspicious_gain", "stall"]

@@ -4,6 +4,7 @@ honest kernel passes. Each cheat file names its hack and the defence that must c
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate
+from evals.harness.verdict import geomean
 from tests.helpers import CPU_KERNELS, ROOT, START_CPU
 
 CHEATS = ROOT / "tests" / "cheats" / "cpu_attention"
@@ -57,15 +58,22 @@ def test_cheat_is_rejected_for_its_reason(kernel, command, suite, code, text):
 
 def test_content_cache_gains_nothing_because_no_timed_call_repeats_its_inputs():
     # with 3 fixed input sets rotated through the timed calls, this cheat measured 9.1x SDPA on
-    # the smoke suite with every check passed (plain compute: 0.04x); a fresh q per timed call
-    # makes every lookup miss
-    verdict = evaluate(RunSettings("bench", "cpu_attention", CHEATS / "content_cache.cpp",
-                                   suite="smoke"))
-    assert verdict.status == "ok"
-    for r in verdict.results:
-        assert r.speedup("sdpa") < 1.0, r.times
-        assert not any("suspicious" in f for f in r.flags)
+    # the smoke suite with every check passed (plain compute: 0.04x, about 200x less); a fresh
+    # q per timed call makes every lookup miss. Judged against the plain kernel it wraps,
+    # measured in the same run (a loaded machine moves both alike), never an absolute figure.
+    cheat = evaluate(RunSettings("bench", "cpu_attention", CHEATS / "content_cache.cpp",
+                                 suite="smoke"))
+    plain = evaluate(RunSettings("bench", "cpu_attention", START_CPU, suite="smoke"))
+    assert cheat.status == "ok" and plain.status == "ok"
+    for r in cheat.results:
         assert "a fresh q before every timed call" in r.checks["timed_outputs"]
+    per_scenario = [
+        c.times["candidate"].median_us / p.times["candidate"].median_us
+        for c, p in zip(cheat.results, plain.results, strict=True)
+    ]
+    # its own time against the plain kernel's (SDPA's multi-threaded time collapses under load,
+    # so a ratio over SDPA is no baseline); a hit on every timed call would be about 200x less
+    assert geomean(per_scenario) > 1 / 3 and min(per_scenario) > 1 / 10, per_scenario
 
 
 def test_shape_specialised_cheat_passes_the_shapes_it_was_shown():

@@ -28,6 +28,9 @@ from evals.harness.worker_client import WorkerClient, WorkerFailure
 Command = Literal["check", "bench", "score"]
 Progress = Callable[[int, int, ScenarioResult], None]
 Notify = Callable[[str], None]
+NOT_THE_CANDIDATE = frozenset({Code.DEVICE_BUSY, Code.HARNESS_ERROR})
+"""Run-wide failures that are not the candidate's doing (a busy device, a broken build
+environment): the verdict's status is ``error`` (exit 2), not ``failed``."""
 
 
 @dataclass(frozen=True)
@@ -163,8 +166,8 @@ def _finish(
     verdict.status = (
         "ok" if verdict.failure is None and all(r.correct for r in verdict.results) else "failed"
     )
-    if verdict.failure is not None and verdict.failure.code == Code.DEVICE_BUSY:
-        verdict.status = "error"  # not the candidate's doing
+    if verdict.failure is not None and verdict.failure.code in NOT_THE_CANDIDATE:
+        verdict.status = "error"
     parts = [*PHASES, *sorted({k for r in verdict.results for k in r.seconds} - set(PHASES))]
     verdict.timing = {
         "build_s": built.seconds if built else 0.0,
