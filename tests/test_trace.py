@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from evals.harness import Code
+from evals.harness import Code, trace
 from evals.harness.failures import Failure
 from evals.harness.judge import Session
 from evals.harness.scenarios import Scenario
@@ -18,6 +18,7 @@ from evals.harness.trace import (
     MARKER_RANGE,
     base_name,
     judge,
+    normalise,
     own_kernels,
     summarise,
 )
@@ -34,6 +35,7 @@ FILL = (
 )
 RANDN = "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel"
 GEMM = "nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNT"
+SAME_BASE = "void flash::attention<128, cutlass::bfloat16_t>(flash::Params)"
 SPAN = 1000.0  # each call's slot: harness work, marker, call
 
 
@@ -96,7 +98,10 @@ def _events(*calls, extra=()):
     return events
 
 
-def _judge(*calls, own=frozenset({"attention"}), extra=()):
+OWN_NAMES = frozenset({normalise(OWN)})
+
+
+def _judge(*calls, own=OWN_NAMES, extra=()):
     return judge(summarise(_events(*calls, extra=extra), TID), own, len(calls))
 
 
@@ -118,6 +123,8 @@ def test_own_kernels_and_fills_on_the_callers_stream_pass_and_harness_work_is_no
         ((OWN, STREAM, 457828672, "after"), "from another thread"),
         ((OWN, STREAM, TID, "after"), "from outside the call"),
         ((GEMM, STREAM, TID, "in"), "not the candidate's own: nvjet"),
+        # a library kernel with the candidate's kernel's base name is still the library's
+        ((SAME_BASE, STREAM, TID, "in"), "not the candidate's own: void flash::attention"),
     ],
 )
 def test_side_streams_threads_deferred_launches_and_library_kernels_fail_their_own_call(
@@ -144,7 +151,7 @@ def test_a_copy_between_host_and_device_inside_a_call_fails_it(name, ok):
     for e in events:
         if e["name"] == copy:
             e["cat"], e["name"] = "gpu_memcpy", name
-    verdicts = judge(summarise(events, TID), frozenset({"attention"}), 2)
+    verdicts = judge(summarise(events, TID), OWN_NAMES, 2)
     assert verdicts[0][0] is None
     failure = verdicts[1][0]
     if ok:
@@ -175,7 +182,7 @@ def test_a_call_whose_marker_kernel_was_dropped_is_reported_as_skipped_not_blame
     events = _events(GOOD, GOOD)
     marker_ts = SPAN + 300 + 50  # call 1's marker fill kernel
     events = [e for e in events if not (e.get("cat") == "kernel" and e["ts"] == marker_ts)]
-    verdicts = judge(summarise(events, TID), frozenset({"attention"}), 3)
+    verdicts = judge(summarise(events, TID), OWN_NAMES, 3)
     assert verdicts[0][0] is None and verdicts[0][1].startswith("passed")
     assert verdicts[1] == (None, "skipped: the profiler recorded no usable trace of this call")
     assert verdicts[2][1].startswith("skipped")  # never traced at all
@@ -185,7 +192,7 @@ def test_a_kernel_record_that_lost_its_launch_record_is_blamed_on_no_one():
     events = _events(GOOD, [(OWN, STREAM, TID, "in")])
     lost = next(e for e in reversed(events) if e.get("cat") == "cuda_runtime")
     events.remove(lost)
-    verdicts = judge(summarise(events, TID), frozenset({"attention"}), 2)
+    verdicts = judge(summarise(events, TID), OWN_NAMES, 2)
     assert verdicts[0][0] is None and verdicts[1][0] is None
     assert "lost their launch record" in verdicts[1][1]
 
@@ -207,7 +214,7 @@ def test_base_name(name, base):
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
-def test_own_kernels_reads_the_nvcc_host_stubs_of_the_object_file(tmp_path):
+def test_own_kernels_reads_the_nvcc_host_stubs_of_the_object_file(tmp_path, monkeypatch):
     # nvcc's host stub for kernel K is a C++ function named __device_stub__<mangled K>
     src = tmp_path / "stub.cpp"
     src.write_text(
@@ -219,7 +226,11 @@ def test_own_kernels_reads_the_nvcc_host_stubs_of_the_object_file(tmp_path):
         "(p); }\n"
     )
     subprocess.run(["g++", "-c", str(src), "-o", str(tmp_path / "candidate.cuda.o")], check=True)
-    assert own_kernels(tmp_path / "ks_x.so") == {"wild", "attention"}
+    monkeypatch.setattr(trace, "find_cuobjdump", lambda: None)  # the stubs, not the cubin
+    assert own_kernels(tmp_path / "ks_x.so") == {
+        "wild(float*)",  # no return type: __cxa_demangle spells it as the profiler does
+        "void(anonymousnamespace)::attention<64>((anonymousnamespace)::Params)",
+    }
 
 
 class _Client:
@@ -242,7 +253,7 @@ class _Client:
 def _session(answer, n=3, summary=None):
     target = SimpleNamespace(limits=SimpleNamespace(call_timeout_s=120.0))
     session = Session(target, _Client(answer, summary), seed=7, command="bench")
-    session.own_kernels = frozenset({"attention"})
+    session.own_kernels = OWN_NAMES
     results = [ScenarioResult(Scenario(id=f"s{i}"), correct=True) for i in range(n)]
     return session, results
 

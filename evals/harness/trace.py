@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import ctypes
+import ctypes.util
 import json
+import os
 import re
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -232,7 +236,7 @@ def _violation(
     """Why one GPU activity breaks the rules, or None."""
     name = one_line(act["name"], 120)
     what = f"{act['cat']} {name}"
-    own = base_name(act["name"]) in own_kernels
+    own = normalise(act["name"]) in own_kernels
     if act["launch_tid"] != caller_tid:
         reason = f"{what} was launched from another thread (background or deferred work)"
     elif act["call"] is None and (own or not act["harness"]):
@@ -285,13 +289,59 @@ def _strip_group(text: str, open_: str, close: str) -> str:
 
 
 def own_kernels(library: Path) -> frozenset[str]:
-    """Base names of the ``__global__`` functions compiled into the candidate's objects.
+    """Full names of the ``__global__`` functions compiled into the candidate's own objects.
 
-    nvcc emits a host stub ``__device_stub__<mangled kernel name>`` for each kernel (itself a
-    C++ function, so listed demangled); the kernel names are demangled with ``c++filt``.
+    Exact identities, not base names: a candidate kernel that shares a base name with a
+    library's (FA3's ``device_kernel``, FA2's ``flash_fwd_kernel``) must not make that
+    library's kernels count as its own. The mangled names come from the device code's own
+    symbol table (``cuobjdump -symbols``: entry functions) where cuobjdump is installed, as it
+    is beside nvcc; else from nvcc's host stubs (``__device_stub__<mangled name>``). They are
+    demangled with ``__cxa_demangle``, the demangler torch's profiler uses, and compared with
+    whitespace removed (:func:`normalise`).
     """
-    mangled = []
-    for obj in candidate_objects(library):
+    objects = candidate_objects(library)
+    tool = find_cuobjdump()
+    mangled = _entry_symbols(objects, tool) if tool else _stub_symbols(objects)
+    return frozenset(normalise(demangle(m)) for m in mangled)
+
+
+def normalise(name: str) -> str:
+    """A kernel's full name with all whitespace removed (``> >`` and ``>>`` compare equal)."""
+    return "".join(name.split())
+
+
+def find_cuobjdump() -> str | None:
+    """Path of cuobjdump (PATH, ``$CUDA_HOME/bin``, ``/usr/local/cuda/bin``), or None."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if home and (Path(home) / "bin" / "cuobjdump").is_file():
+            return str(Path(home) / "bin" / "cuobjdump")
+    return None
+
+
+def _entry_symbols(objects: list[Path], tool: str) -> list[str]:
+    """Mangled names of the kernel entry points in the objects' embedded device code."""
+    names = []
+    for obj in objects:
+        out = subprocess.run(
+            [tool, "-symbols", str(obj)], capture_output=True, text=True, timeout=60, check=False
+        ).stdout
+        names += [
+            ln.split()[-1] for ln in out.splitlines() if "STT_FUNC" in ln and "STO_ENTRY" in ln
+        ]
+    return names
+
+
+def _stub_symbols(objects: list[Path]) -> list[str]:
+    """Mangled kernel names from nvcc's host stubs (``__device_stub__Z...``).
+
+    Read demangled (``nm -C``): a stub in an anonymous namespace is itself mangled around the
+    kernel's name, which the demangled form leaves whole.
+    """
+    names = []
+    for obj in objects:
         out = subprocess.run(
             ["nm", "-C", "--defined-only", str(obj)],
             capture_output=True,
@@ -299,14 +349,36 @@ def own_kernels(library: Path) -> frozenset[str]:
             timeout=60,
             check=True,
         ).stdout
-        for name in _STUB.findall(out):
-            mangled.append("_" + name if name.startswith("Z") else name)
-    if not mangled:
-        return frozenset()
-    demangled = subprocess.run(
-        ["c++filt"], input="\n".join(mangled), capture_output=True, text=True, timeout=60
-    ).stdout.splitlines()
-    return frozenset(base_name(d) for d in demangled)
+        names += ["_" + n if n.startswith("Z") else n for n in _STUB.findall(out)]
+    return names
 
 
+def demangle(mangled: str) -> str:
+    """``__cxa_demangle`` of ``mangled`` (as torch's profiler prints kernel names), or itself."""
+    status = ctypes.c_int()
+    ptr = _CXA_DEMANGLE(mangled.encode(), None, None, ctypes.byref(status))
+    if not ptr or status.value != 0:
+        return mangled
+    try:
+        return ctypes.string_at(ptr).decode(errors="replace")
+    finally:
+        _FREE(ctypes.c_void_p(ptr))
+
+
+def _load_demangler() -> tuple[Any, Any]:
+    libstdcxx = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
+    fn = libstdcxx.__cxa_demangle
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.POINTER(ctypes.c_size_t),
+        ctypes.POINTER(ctypes.c_int),
+    ]
+    free = ctypes.CDLL(None).free
+    free.argtypes = [ctypes.c_void_p]
+    return fn, free
+
+
+_CXA_DEMANGLE, _FREE = _load_demangler()
 _STUB = re.compile(r"__device_stub__(\w+)")
