@@ -64,7 +64,7 @@ def _write_json(verdict: Verdict, path: Path | None) -> None:
 
 
 def _notify(message: str) -> None:
-    """Waits and other news of the run, on stderr (also with ``--quiet``)."""
+    """Waits and other news of the run, on stderr (not with ``--quiet``: see the verdict)."""
     print(message, file=sys.stderr, flush=True)
 
 
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         scenario_ids=tuple(args.scenario),
     )
     progress = None if args.quiet else report.print_progress
-    verdict = evaluate(settings, progress=progress, notify=_notify)
+    verdict = evaluate(settings, progress=progress, notify=None if args.quiet else _notify)
     _write_json(verdict, args.json)
     print(report.render(verdict), flush=True)
     if verdict.status == "error":

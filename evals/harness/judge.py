@@ -72,6 +72,8 @@ class Session:
     tally: Tally = field(default_factory=Tally)
     own_kernels: frozenset[str] | None = None
     """The candidate's kernel names for the GPU trace check; None where it does not apply."""
+    upstreams: WorkerClient | None = None
+    """The worker that times the upstreams: a process that never loads the candidate."""
 
 
 def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
@@ -283,7 +285,11 @@ def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failu
 def _time_request(
     session: Session, scenario: Scenario, result: ScenarioResult, attempt: int
 ) -> tuple[dict[str, Any], channel.Buffer, dict[str, Any]]:
-    """One timing request (fresh input seeds and order per attempt) and its answer."""
+    """One timing round (fresh input seeds and order per attempt) and its merged answer.
+
+    The candidate is timed in its worker, then the upstreams in theirs (a process that never
+    loads the candidate), one after the other on the same device, from the same seeds.
+    """
     target, settings = session.target, session.target.timing
     upstreams = [u.name for u in target.upstreams if u.name not in result.unsupported]
     n_sets = max(3, target.inputs_per_scenario)
@@ -293,22 +299,50 @@ def _time_request(
         "seeds": [
             derive_seed(session.seed, scenario.id, "time", attempt, i) for i in range(n_sets)
         ],
-        "upstreams": upstreams,
         "settings": dataclasses.asdict(settings),
         "rng_seed": derive_seed(session.seed, scenario.id, "order", attempt),
     }
     timeout = target.limits.call_timeout_s + 2 * settings.time_cap_s
-    header, payload = session.client.request(request, timeout_s=timeout)
-    _note_peak(result, "worker", header.get("peak_reserved_bytes"))
-    result.unsupported.update(header.get("unsupported", {}))
-    for name, busy in header["busy_s"].items():
+    header, payload = session.client.request(
+        {**request, "candidate": True, "upstreams": []}, timeout_s=timeout
+    )
+    answers = [header]
+    if upstreams and session.upstreams is not None:
+        try:
+            up, _ = session.upstreams.request(
+                {**request, "candidate": False, "upstreams": upstreams}, timeout_s=timeout
+            )
+        except WorkerFailure as exc:  # never the candidate's doing
+            reason = f"the upstreams' worker failed: {exc.failure.reason}"
+            raise WorkerFailure(Failure(Code.HARNESS_ERROR, reason)) from exc
+        answers.append(up)
+    for answer in answers:
+        _tally_answer(session, result, answer)
+    return _merge(answers), payload, request
+
+
+def _tally_answer(session: Session, result: ScenarioResult, answer: dict[str, Any]) -> None:
+    """Count one timing answer's seconds, memory and unsupported upstreams."""
+    _note_peak(result, "worker", answer.get("peak_reserved_bytes"))
+    result.unsupported.update(answer.get("unsupported", {}))
+    for name, busy in answer["busy_s"].items():
         if name == "candidate":
             session.tally.candidate_s += busy
         else:
             session.tally.upstream_s += busy
     for part, key in (("time_loop", "loop_s"), ("time_worker", "worker_s")):
-        result.seconds[part] = result.seconds.get(part, 0.0) + float(header.get(key, 0.0))
-    return header, payload, request
+        result.seconds[part] = result.seconds.get(part, 0.0) + float(answer.get(key, 0.0))
+
+
+def _merge(answers: list[dict[str, Any]]) -> dict[str, Any]:
+    """One timing header from the candidate's answer and the upstreams' (converged if both)."""
+    merged = dict(answers[0])
+    for extra in answers[1:]:
+        for key in ("stats", "latency", "issue", "polluted", "spin_us", "busy_s"):
+            merged[key] = {**merged.get(key, {}), **extra.get(key, {})}
+        if extra["stop"] != "converged":
+            merged["stop"] = extra["stop"]
+    return merged
 
 
 def _record_timing(
@@ -329,8 +363,9 @@ def _record_timing(
         "converged": converged,
         "worst_rse": worst.rse,
         "polluted": polluted,
-        "spin_us": header.get("spin_us", {}),
     }
+    if session.target.device == "cuda":  # the CPU has no spin: device time is wall time
+        result.timing["spin_us"] = header.get("spin_us", {})
     for name in result.times:
         speedup = result.speedup(name) if name != "candidate" else None
         if speedup is not None and speedup > SUSPICIOUS_SPEEDUP:

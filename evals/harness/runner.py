@@ -261,42 +261,72 @@ def _judge_all(
 ) -> None:
     assert verdict.seed is not None
     with tempfile.TemporaryDirectory(prefix="kernelseek-") as tmp:
-        log = Path(tmp) / "worker.log"
-        client = WorkerClient(
-            target,
-            library,
-            log,
-            candidate_upstream=settings.candidate_upstream,
-            clean_env=settings.command == "score",
-        )
         t0 = time.monotonic()
+        clients = _workers(target, library, settings, Path(tmp))
         try:
-            client.start()
+            for c in clients:
+                c.start()
         except WorkerFailure as exc:
-            _fail_all(verdict, scenarios, exc.failure)
+            failure = exc.failure
+            if clients[0].sock is not None:  # the candidate's started: the upstreams' failed
+                reason = f"the upstreams' worker failed to start: {failure.reason}"
+                failure = Failure(Code.HARNESS_ERROR, reason)
+            for c in clients:
+                c.close()
+            _fail_all(verdict, scenarios, failure)
             return
         try:
             ceilings = target.measure_ceilings() if verdict.command != "check" else None
             tally.setup_s = time.monotonic() - t0
-            state = {"before": target.device_state()}
             ceil_json = dataclasses.asdict(ceilings) if ceilings else None
             verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
-            session = Session(target, client, verdict.seed, verdict.command, ceilings, tally)
+            session = Session(target, clients[0], verdict.seed, verdict.command, ceilings, tally)
+            session.upstreams = clients[1] if len(clients) > 1 else None
             session.own_kernels = _trace_setup(verdict, target, library, settings)
-            for i, scenario in enumerate(scenarios):
-                verdict.results.append(judge_scenario(session, scenario))
-                if progress is not None:
-                    progress(i + 1, len(scenarios), verdict.results[-1])
-            correct = [r.correct for r in verdict.results]
-            trace_all(session, verdict.results)
-            for i, (was, result) in enumerate(zip(correct, verdict.results, strict=True)):
-                if was and not result.correct and progress is not None:  # failed the trace
-                    progress(i + 1, len(scenarios), result)
-            state["after"] = target.device_state()
-            verdict.provenance = {**verdict.provenance, "device_state": state}
+            _judge_scenarios(verdict, session, scenarios, progress)
         finally:
-            tally.requests_s, tally.worker_s = client.request_s, client.worker_s
-            client.close()
+            tally.requests_s = sum(c.request_s for c in clients)
+            tally.worker_s = sum(c.worker_s for c in clients)
+            for c in clients:
+                c.close()
+
+
+def _workers(
+    target: Target, library: Path | None, settings: RunSettings, folder: Path
+) -> list[WorkerClient]:
+    """The candidate's worker and, where timing runs, the upstreams' own worker."""
+    clean = settings.command == "score"
+    workers = [
+        WorkerClient(
+            target,
+            library,
+            folder / "worker.log",
+            candidate_upstream=settings.candidate_upstream,
+            clean_env=clean,
+        )
+    ]
+    if settings.command != "check" and target.upstreams:
+        workers.append(WorkerClient(target, None, folder / "upstreams.log", clean_env=clean))
+    return workers
+
+
+def _judge_scenarios(
+    verdict: Verdict, session: Session, scenarios: tuple[Scenario, ...], progress: Progress | None
+) -> None:
+    """Judge each scenario, then the trace of all; device state before and after."""
+    target = session.target
+    state = {"before": target.device_state()}
+    for i, scenario in enumerate(scenarios):
+        verdict.results.append(judge_scenario(session, scenario))
+        if progress is not None:
+            progress(i + 1, len(scenarios), verdict.results[-1])
+    correct = [r.correct for r in verdict.results]
+    trace_all(session, verdict.results)
+    for i, (was, result) in enumerate(zip(correct, verdict.results, strict=True)):
+        if was and not result.correct and progress is not None:  # failed the trace
+            progress(i + 1, len(scenarios), result)
+    state["after"] = target.device_state()
+    verdict.provenance = {**verdict.provenance, "device_state": state}
 
 
 def _trace_setup(

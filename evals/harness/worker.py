@@ -119,15 +119,15 @@ def classify_call_error(exc: BaseException) -> Failure:
 class Worker:
     """Request handler holding the target and the loaded candidate operators."""
 
-    def __init__(self, target: Target, library: str, candidate_upstream: str | None) -> None:
+    def __init__(self, target: Target, library: str | None, candidate_upstream: str | None) -> None:
         self.target = target
         self.candidate_upstream = candidate_upstream
         self.ops: Any = None
         self.earlier: list[torch.Tensor] = []
         self.earlier_inputs: list[Inputs] = []
         self._timer: Timer | None = None
-        if candidate_upstream is not None:
-            return
+        if candidate_upstream is not None or library is None:
+            return  # self-check, or the upstreams' own worker (never loads a candidate)
         torch.ops.load_library(library)  # type: ignore[no-untyped-call]
         ns = target.contract.namespace
         self.ops = getattr(torch.ops, ns)
@@ -211,19 +211,27 @@ class Worker:
         return {"ok": True, "tensors": metas, "race_spread": spread, "race_scale": scale}, payload
 
     def time(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
-        """Time the candidate and the named upstreams, interleaved, over rotated input sets."""
+        """Time the candidate (``req['candidate']``) or the named upstreams, interleaved.
+
+        A candidate's worker times the candidate alone; the upstreams are timed in a worker
+        that never loads a candidate, so nothing a candidate does can slow them down.
+        """
         scenario = Scenario(**req["scenario"])
         inputs = self.target.make_timing_inputs(scenario, list(req["seeds"]))
         last: dict[int, torch.Tensor] = {}  # the latest timed output per input set
-        impls: dict[str, list[Callable[[], object]]] = {
-            "candidate": [_stash(last, i, self.prepare(inp)) for i, inp in enumerate(inputs)]
-        }
+        impls: dict[str, list[Callable[[], object]]] = {}
+        if req.get("candidate", True):
+            impls["candidate"] = [
+                _stash(last, i, self.prepare(inp)) for i, inp in enumerate(inputs)
+            ]
         unsupported: dict[str, str] = {}
         for name in req["upstreams"]:
             try:
                 impls[name] = self._probe(name, inputs)
             except Exception as exc:  # an upstream that cannot run it is reported, not fatal
                 unsupported[name] = f"{type(exc).__name__}: {one_line(str(exc), 200)}"
+        if not impls:
+            return {"ok": True, "tensors": [], "unsupported": unsupported, **_NOTHING_TIMED}, b""
         settings = TimingSettings(**req["settings"])
         before: BeforeCall | None = None
         if settings.fresh_queries:
@@ -243,7 +251,7 @@ class Worker:
             )
         except Exception as exc:
             raise candidate_error(exc) from exc
-        outputs = [last[i] for i in range(len(inputs))]
+        outputs = [last[i] for i in range(len(inputs))] if "candidate" in impls else []
         if not all(isinstance(o, torch.Tensor) for o in outputs):
             raise CandidateError(Failure(Code.WRONG_SIGNATURE, "a timed call returned no Tensor"))
         metas, payload = channel.pack_tensors(outputs)
@@ -311,6 +319,20 @@ class Worker:
         return calls
 
 
+_NOTHING_TIMED: dict[str, Any] = {
+    "stats": {},
+    "latency": {},
+    "issue": {},
+    "polluted": {},
+    "spin_us": {},
+    "busy_s": {},
+    "trials": 0,
+    "stop": "converged",
+    "loop_s": 0.0,
+}
+"""A time request with nothing to time (every upstream unsupported)."""
+
+
 def _spread(runs: list[torch.Tensor]) -> tuple[float, float]:
     """Largest difference between runs on the same input, and the output's largest magnitude."""
     spread = max(float((r - runs[0]).abs().max()) for r in runs[1:])
@@ -371,7 +393,8 @@ def main(argv: list[str]) -> int:
     if threads > 0:
         torch.set_num_threads(threads)
     try:
-        worker = Worker(target, argv[3], None if argv[5] == "-" else argv[5])
+        library = None if argv[3] == "-" else argv[3]
+        worker = Worker(target, library, None if argv[5] == "-" else argv[5])
     except CandidateError as exc:
         channel.send(sock, {"ok": False, "failure": exc.failure.to_json()})
         return 0
