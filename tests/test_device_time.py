@@ -81,10 +81,9 @@ def test_unconverged_timing_is_retimed_once_then_reported(monkeypatch, stops, at
 
     def request(session, scenario, result, attempt):
         asked.append(attempt)
-        return _header(next(answers)), b"", {"seeds": [1, 2, 3], "rng_seed": 4}
+        return _header(next(answers)), {"seeds": [1, 2, 3], "rng_seed": 4}
 
     monkeypatch.setattr(judge_module, "_time_request", request)
-    monkeypatch.setattr(judge_module, "_unpack", lambda *a: [])
     monkeypatch.setattr(judge_module, "_check_timed", lambda *a, **k: None)
     monkeypatch.setattr(judge_module, "_plausible", lambda *a: None)
     result = ScenarioResult(Scenario("s", {}))
@@ -118,3 +117,39 @@ def test_fa3_fresh_queries_rewrite_q_in_place_deterministically(dtype):
     assert torch.equal(q.float(), first.float())  # the parent rebuilds a timed call's q
     values = fa3_problem.dequantize(q, inputs["q_descale"])
     assert 0.8 < float(values.std()) < 1.2  # standard normal after the set's own descale
+
+
+class _OutputsClient:
+    """Answers the timed_outputs request with no tensors and remembers the chosen trials."""
+
+    def __init__(self):
+        self.chosen = []
+
+    def request(self, header, timeout_s=None):
+        self.chosen.append(header["trials"])
+        raise judge_module.WorkerFailure(judge_module.Failure(Code.CRASH, "stop here"))
+
+
+def _pick(seed):
+    client = _OutputsClient()
+    session = SimpleNamespace(seed=seed, client=client, tally=judge_module.Tally(),
+                              target=SimpleNamespace(timing=TimingSettings(fresh_queries=True)))
+    result = ScenarioResult(Scenario("s", {}))
+    with pytest.raises(judge_module.WorkerFailure):
+        judge_module._check_timed(session, result, {"seeds": [1, 2, 3], "rng_seed": 9},
+                                  list(range(40)))
+    return client.chosen[0]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_timed_outputs_to_check_are_drawn_at_random_from_every_timed_call(seed):
+    chosen = _pick(seed)
+    assert len(chosen) == 3 * judge_module.TIMED_CHECKS_PER_SET
+    for i in range(3):  # two of each input set
+        assert sum(1 for t in chosen if t % 3 == i) == judge_module.TIMED_CHECKS_PER_SET
+
+
+def test_the_choice_of_timed_outputs_is_not_the_last_calls_and_varies_with_the_seed():
+    picks = [_pick(s) for s in range(5)]
+    assert len({tuple(p) for p in picks}) > 1
+    assert any(min(p) < 30 for p in picks)  # not only the last calls of each set

@@ -18,6 +18,8 @@ CLONE_LIMIT_BYTES = 2 << 30
 """Inputs up to this size are cloned for an exact comparison; larger ones are checksummed."""
 KEEP_INPUTS_BYTES = 2 << 30
 """Recent input sets the worker keeps alive (so fresh inputs never reuse their addresses)."""
+KEEP_TIMED_BYTES = 2 << 30
+"""Outputs of timed candidate calls the worker keeps until the parent picks which to check."""
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,7 @@ from evals.harness.failures import Code, Failure
 from evals.harness.gpu import Ceilings, release_cached_memory
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target
-from evals.harness.timing import TimingStats, call_seed, last_trial
+from evals.harness.timing import TimingSettings, TimingStats, call_seed
 from evals.harness.verdict import ScenarioResult
 from evals.harness.verify import check_meta, check_values
 from evals.harness.worker_client import WorkerClient, WorkerFailure
@@ -29,6 +30,8 @@ SUSPICIOUS_SPEEDUP = 1.5
 """A speedup above this over any upstream is flagged for a person to look at (not failed)."""
 TIMING_ATTEMPTS = 2
 """Timing requests per scenario: one more when the first does not converge."""
+TIMED_CHECKS_PER_SET = 2
+"""Timed outputs of each input set verified, chosen at random after the calls were made."""
 HOST_ISSUE_CAP_US = 200.0
 """GPU: host issue time (median, microseconds) a candidate call may always take."""
 HOST_ISSUE_UPSTREAM_FACTOR = 2.0
@@ -266,25 +269,17 @@ def _run(
 def _time(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
     """Time candidate and upstreams; re-time once when the timing does not converge."""
     for attempt in range(TIMING_ATTEMPTS):
-        header, payload, request = _time_request(session, scenario, result, attempt)
+        header, request = _time_request(session, scenario, result, attempt)
         if header["stop"] == "converged":
             break
     _record_timing(session, result, header, attempts=attempt + 1)
-    timed = _unpack(session, header["tensors"], payload)
-    failure = _check_timed(
-        session,
-        result,
-        timed,
-        request["seeds"],
-        rng_seed=request["rng_seed"],
-        trials=int(header["trials"]),
-    )
+    failure = _check_timed(session, result, request, header.get("kept", []))
     return failure or _host_issue(session, result) or _plausible(session, scenario, result)
 
 
 def _time_request(
     session: Session, scenario: Scenario, result: ScenarioResult, attempt: int
-) -> tuple[dict[str, Any], channel.Buffer, dict[str, Any]]:
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """One timing round (fresh input seeds and order per attempt) and its merged answer.
 
     The candidate is timed in its worker, then the upstreams in theirs (a process that never
@@ -299,11 +294,11 @@ def _time_request(
         "seeds": [
             derive_seed(session.seed, scenario.id, "time", attempt, i) for i in range(n_sets)
         ],
-        "settings": dataclasses.asdict(settings),
+        "settings": dataclasses.asdict(_unpredictable(settings, session, scenario, attempt)),
         "rng_seed": derive_seed(session.seed, scenario.id, "order", attempt),
     }
     timeout = target.limits.call_timeout_s + 2 * settings.time_cap_s
-    header, payload = session.client.request(
+    header, _ = session.client.request(
         {**request, "candidate": True, "upstreams": []}, timeout_s=timeout
     )
     answers = [header]
@@ -318,7 +313,19 @@ def _time_request(
         answers.append(up)
     for answer in answers:
         _tally_answer(session, result, answer)
-    return _merge(answers), payload, request
+    return _merge(answers), request
+
+
+def _unpredictable(
+    settings: TimingSettings, session: Session, scenario: Scenario, attempt: int
+) -> TimingSettings:
+    """The settings with a minimum trial count drawn from the secret seed.
+
+    Between ``min_trials`` and twice that: the worker cannot tell when the loop will stop.
+    """
+    rng = random.Random(derive_seed(session.seed, scenario.id, "min-trials", attempt))
+    low = settings.min_trials
+    return dataclasses.replace(settings, min_trials=rng.randint(low, 2 * low))
 
 
 def _tally_answer(session: Session, result: ScenarioResult, answer: dict[str, Any]) -> None:
@@ -404,47 +411,47 @@ def _host_issue(session: Session, result: ScenarioResult) -> Failure | None:
     return None
 
 
-def _timed_inputs(
-    target: Target, scenario: Scenario, seeds: list[int], *, rng_seed: int, trials: int
-) -> list[Inputs]:
-    """The inputs of each set's last timed candidate call (with its fresh q where used)."""
-    sets = target.make_timing_inputs(scenario, seeds)
-    if target.timing.fresh_queries:
-        for i, inputs in enumerate(sets):
-            trial = last_trial(trials, len(sets), i)
-            if trial is not None:
-                target.refill_query(scenario, inputs, call_seed(rng_seed, trial, "candidate"))
-    return sets
-
-
 def _check_timed(
-    session: Session,
-    result: ScenarioResult,
-    outputs: list[torch.Tensor],
-    seeds: list[int],
-    *,
-    rng_seed: int,
-    trials: int,
+    session: Session, result: ScenarioResult, request: dict[str, Any], kept: list[int]
 ) -> Failure | None:
-    """The latest timed output of every input set must be right too.
+    """Timed outputs chosen at random after the calls were made must be right too.
 
-    ``seeds``, ``rng_seed`` and ``trials`` are the time request's: they rebuild its inputs.
+    Up to :data:`TIMED_CHECKS_PER_SET` of each input set's timed calls, drawn from the trials
+    the worker kept with a generator seeded from the run's secret seed; ``request`` is the
+    time request, whose seeds rebuild each chosen call's inputs (with its fresh q).
     """
     t0 = time.monotonic()
-    scenario = result.scenario
+    target, scenario = session.target, result.scenario
+    n_sets = len(request["seeds"])
+    rng = random.Random(derive_seed(session.seed, scenario.id, "timed-check", request["rng_seed"]))
+    chosen = sorted(
+        trial
+        for i in range(n_sets)
+        for trial in rng.sample(
+            [t for t in kept if t % n_sets == i],
+            min(TIMED_CHECKS_PER_SET, sum(1 for t in kept if t % n_sets == i)),
+        )
+    )
     try:
-        sets = _timed_inputs(session.target, scenario, seeds, rng_seed=rng_seed, trials=trials)
-        for i, (out, inputs) in enumerate(zip(outputs, sets, strict=True)):
-            failure = _check_against(session.target, scenario, out, inputs)
+        header, payload = session.client.request({"op": "timed_outputs", "trials": chosen})
+        outputs = _unpack(session, header["tensors"], payload)
+        sets = target.make_timing_inputs(scenario, list(request["seeds"]))
+        for trial, out in zip(chosen, outputs, strict=True):
+            inputs = sets[trial % n_sets]
+            if target.timing.fresh_queries:
+                seed = call_seed(request["rng_seed"], trial, "candidate")
+                target.refill_query(scenario, inputs, seed)
+            failure = _check_against(target, scenario, out, inputs)
             if failure is not None:
-                reason = f"a timed call on input set {i} returned a wrong result: {failure.reason}"
-                return Failure(Code.STALE_RESULT, reason)
+                reason = f"a timed call (trial {trial}, input set {trial % n_sets}) was wrong"
+                return Failure(Code.STALE_RESULT, f"{reason}: {failure.reason}")
     finally:
         result.seconds["time_check"] = time.monotonic() - t0
         session.tally.reference_s += result.seconds["time_check"]
-    fresh = " (a fresh q before every timed call)" if session.target.timing.fresh_queries else ""
+    fresh = " (a fresh q before every timed call)" if target.timing.fresh_queries else ""
     result.checks["timed_outputs"] = (
-        f"passed: the latest timed output of all {len(outputs)} input sets{fresh}"
+        f"passed: {len(chosen)} timed outputs chosen at random after the calls, up to "
+        f"{TIMED_CHECKS_PER_SET} of each of {n_sets} input sets{fresh}"
     )
     return None
 

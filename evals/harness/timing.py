@@ -75,13 +75,6 @@ def call_seed(rng_seed: int, trial: int, name: str) -> int:
     return int.from_bytes(digest[:8], "little") >> 1
 
 
-def last_trial(trials: int, n_sets: int, index: int) -> int | None:
-    """The last of ``trials`` trials that timed input set ``index`` (trial t uses t % n_sets)."""
-    if index >= trials:
-        return None
-    return index + n_sets * ((trials - 1 - index) // n_sets)
-
-
 @dataclass(frozen=True)
 class CallTime:
     """One timed call (microseconds).

@@ -28,13 +28,14 @@ from evals.harness.gpu import release_cached_memory
 from evals.harness.guards import (
     CLONE_LIMIT_BYTES,
     KEEP_INPUTS_BYTES,
+    KEEP_TIMED_BYTES,
     InputGuard,
     aliasing,
     input_bytes,
 )
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, OutputSpec, Target, get_target
-from evals.harness.timing import BeforeCall, Timer, TimingSettings, call_seed, measure
+from evals.harness.timing import Timer, TimingSettings, call_seed, measure
 
 _SIGNATURE_ERROR = re.compile(
     r"Declaration:|Expected a value of type|argument\(s\)|missing value for argument"
@@ -126,6 +127,7 @@ class Worker:
         self.earlier: list[torch.Tensor] = []
         self.earlier_inputs: list[Inputs] = []
         self._timer: Timer | None = None
+        self.timed = _TimedOutputs(0)
         if candidate_upstream is not None or library is None:
             return  # self-check, or the upstreams' own worker (never loads a candidate)
         torch.ops.load_library(library)  # type: ignore[no-untyped-call]
@@ -218,12 +220,10 @@ class Worker:
         """
         scenario = Scenario(**req["scenario"])
         inputs = self.target.make_timing_inputs(scenario, list(req["seeds"]))
-        last: dict[int, torch.Tensor] = {}  # the latest timed output per input set
+        self.timed = _TimedOutputs(KEEP_TIMED_BYTES)
         impls: dict[str, list[Callable[[], object]]] = {}
         if req.get("candidate", True):
-            impls["candidate"] = [
-                _stash(last, i, self.prepare(inp)) for i, inp in enumerate(inputs)
-            ]
+            impls["candidate"] = [self.timed.wrap(self.prepare(inp)) for inp in inputs]
         unsupported: dict[str, str] = {}
         for name in req["upstreams"]:
             try:
@@ -231,14 +231,15 @@ class Worker:
             except Exception as exc:  # an upstream that cannot run it is reported, not fatal
                 unsupported[name] = f"{type(exc).__name__}: {one_line(str(exc), 200)}"
         if not impls:
-            return {"ok": True, "tensors": [], "unsupported": unsupported, **_NOTHING_TIMED}, b""
+            return {"ok": True, "kept": [], "unsupported": unsupported, **_NOTHING_TIMED}, b""
         settings = TimingSettings(**req["settings"])
-        before: BeforeCall | None = None
-        if settings.fresh_queries:
 
-            def before(name: str, index: int, trial: int) -> None:
-                seed = call_seed(req["rng_seed"], trial, name)
-                self.target.refill_query(scenario, inputs[index], seed)
+        def before(name: str, index: int, trial: int) -> None:
+            if settings.fresh_queries:
+                self.target.refill_query(
+                    scenario, inputs[index], call_seed(req["rng_seed"], trial, name)
+                )
+            self.timed.expect(trial if name == "candidate" else None)
 
         start = time.perf_counter()
         try:
@@ -249,15 +250,13 @@ class Worker:
                 rng=random.Random(req["rng_seed"]),
                 before=before,
             )
+        except CandidateError:
+            raise
         except Exception as exc:
             raise candidate_error(exc) from exc
-        outputs = [last[i] for i in range(len(inputs))] if "candidate" in impls else []
-        if not all(isinstance(o, torch.Tensor) for o in outputs):
-            raise CandidateError(Failure(Code.WRONG_SIGNATURE, "a timed call returned no Tensor"))
-        metas, payload = channel.pack_tensors(outputs)
         return {
             "ok": True,
-            "tensors": metas,
+            "kept": sorted(self.timed.outputs),
             "unsupported": unsupported,
             "stats": {name: st.to_json() for name, st in run.stats.items()},
             "latency": {name: st.to_json() for name, st in run.latency.items()},
@@ -268,7 +267,20 @@ class Worker:
             "trials": run.trials,
             "stop": run.stop,
             "loop_s": time.perf_counter() - start,
-        }, payload
+        }, b""
+
+    def timed_outputs(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
+        """The kept outputs of the timed candidate calls the parent chose (``req['trials']``).
+
+        The parent chooses after the calls were made, at random, so no timed call can know
+        whether its output will be checked; the rest are dropped.
+        """
+        chosen = [self.timed.outputs[t] for t in req["trials"] if t in self.timed.outputs]
+        if len(chosen) != len(req["trials"]):
+            raise CandidateError(Failure(Code.WRONG_SIGNATURE, "a timed call returned no Tensor"))
+        self.timed = _TimedOutputs(0)
+        metas, payload = channel.pack_tensors(chosen)
+        return {"ok": True, "tensors": metas}, payload
 
     def timer(self) -> Timer:
         """The target's timer, made once (a GPU timer holds an L2-flush buffer of 240 MiB)."""
@@ -320,6 +332,7 @@ class Worker:
 
 
 _NOTHING_TIMED: dict[str, Any] = {
+    "tensors": [],
     "stats": {},
     "latency": {},
     "issue": {},
@@ -339,15 +352,43 @@ def _spread(runs: list[torch.Tensor]) -> tuple[float, float]:
     return spread, float(runs[0].abs().max())
 
 
-def _stash(
-    last: dict[int, torch.Tensor], index: int, fn: Callable[[], torch.Tensor]
-) -> Callable[[], None]:
-    """Wrap a candidate call so its latest output for input set ``index`` is kept."""
+class _TimedOutputs:
+    """The outputs of timed candidate calls, by trial, until the parent picks which to check.
 
-    def run() -> None:
-        last[index] = fn()
+    Kept within ``cap_bytes``: past it, a kept output is dropped at random (an OS-seeded
+    generator, not the run's seeds), so which outputs survive cannot be predicted either.
+    """
 
-    return run
+    def __init__(self, cap_bytes: int) -> None:
+        self.cap_bytes = cap_bytes
+        self.outputs: dict[int, torch.Tensor] = {}
+        self._trial: int | None = None
+        self._rng = random.SystemRandom()
+
+    def expect(self, trial: int | None) -> None:
+        """The next call is timed trial ``trial`` of the candidate (None: not the candidate)."""
+        self._trial = trial
+
+    def wrap(self, fn: Callable[[], torch.Tensor]) -> Callable[[], None]:
+        """``fn``, keeping its output when it is a timed call (warm-up calls are not)."""
+
+        def run() -> None:
+            out, trial = fn(), self._trial
+            self._trial = None
+            if trial is None or not isinstance(out, torch.Tensor):
+                if trial is not None:
+                    raise CandidateError(
+                        Failure(Code.WRONG_SIGNATURE, "a timed call returned no Tensor")
+                    )
+                return
+            self.outputs[trial] = out
+            while len(self.outputs) > 1 and self._bytes() > self.cap_bytes:
+                del self.outputs[self._rng.choice(sorted(self.outputs))]
+
+        return run
+
+    def _bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.outputs.values())
 
 
 def serve(sock: socket.socket, worker: Worker) -> None:
@@ -355,6 +396,7 @@ def serve(sock: socket.socket, worker: Worker) -> None:
     handlers = {
         "run": worker.run,
         "time": worker.time,
+        "timed_outputs": worker.timed_outputs,
         "probe": worker.probe,
         "trace": worker.trace,
     }
