@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from evals.harness import Code
-from evals.harness import judge as judge_module
+from evals.harness import judge_time as judge_module
 from evals.harness.scenarios import Scenario
+from evals.harness.session import Tally
 from evals.harness.targets import fa3_problem
 from evals.harness.timing import TimingSettings, TimingStats
 from evals.harness.verdict import ScenarioResult, aggregates
@@ -86,9 +87,10 @@ def test_unconverged_timing_is_retimed_once_then_reported(monkeypatch, stops, at
     monkeypatch.setattr(judge_module, "_time_request", request)
     monkeypatch.setattr(judge_module, "_check_timed", lambda *a, **k: None)
     monkeypatch.setattr(judge_module, "_plausible", lambda *a: None)
+    monkeypatch.setattr(judge_module, "_strict_rerun", lambda *a: None)
     result = ScenarioResult(Scenario("s", {}))
     result.correct = True
-    assert judge_module._time(_session("cpu"), result.scenario, result) is None
+    assert judge_module.time_scenario(_session("cpu"), result.scenario, result) is None
     assert asked == list(range(attempts))
     assert result.timing["attempts"] == attempts and result.timing["converged"] is converged
     assert result.timing["polluted"] == {"sdpa": 2}
@@ -132,7 +134,7 @@ class _OutputsClient:
 
 def _pick(seed):
     client = _OutputsClient()
-    session = SimpleNamespace(seed=seed, client=client, tally=judge_module.Tally(),
+    session = SimpleNamespace(seed=seed, client=client, tally=Tally(),
                               target=SimpleNamespace(timing=TimingSettings(fresh_queries=True)))
     result = ScenarioResult(Scenario("s", {}))
     with pytest.raises(judge_module.WorkerFailure):
@@ -153,3 +155,49 @@ def test_the_choice_of_timed_outputs_is_not_the_last_calls_and_varies_with_the_s
     picks = [_pick(s) for s in range(5)]
     assert len({tuple(p) for p in picks}) > 1
     assert any(min(p) < 30 for p in picks)  # not only the last calls of each set
+
+
+class _KillClient:
+    def __init__(self):
+        self.killed = 0
+
+    def kill(self):
+        self.killed += 1
+
+
+@pytest.mark.parametrize(("again_us", "passes"), [(10.5, True), (25.0, False)])
+def test_a_suspicious_speedup_is_rejudged_in_a_fresh_process(monkeypatch, again_us, passes):
+    asked = []
+
+    def request(session, scenario, result, attempt, *, with_upstreams=True):
+        asked.append((attempt, with_upstreams))
+        header = _header("converged")
+        header["stats"]["candidate"] = _stats(again_us).to_json()
+        header["kept"] = list(range(30))
+        return header, {"seeds": [1, 2, 3], "rng_seed": 4}
+
+    checked = []
+
+    def check(*args, per_set=judge_module.TIMED_CHECKS_PER_SET):
+        checked.append(per_set)
+
+    monkeypatch.setattr(judge_module, "_time_request", request)
+    monkeypatch.setattr(judge_module, "_check_timed", check)
+    client = _KillClient()
+    session = SimpleNamespace(client=client, target=SimpleNamespace(device="cpu"))
+    result = ScenarioResult(Scenario("s", {}))
+    result.times = {"candidate": _stats(10.0), "sdpa": _stats(20.0), "other": _stats(30.0)}
+    failure = judge_module._strict_rerun(session, result.scenario, result)
+    assert client.killed == 1 and asked == [(judge_module.TIMING_ATTEMPTS, False)]
+    assert checked == [judge_module.STRICT_CHECKS_PER_SET]  # every kept timed output
+    if passes:
+        assert failure is None and result.checks["strict_rerun"].startswith("passed: 2.00x")
+    else:
+        assert failure is not None and failure.code == Code.IMPLAUSIBLE
+        assert "fresh process" in failure.reason
+
+
+def test_an_ordinary_speedup_is_not_rejudged():
+    result = ScenarioResult(Scenario("s", {}))
+    result.times = {"candidate": _stats(10.0), "sdpa": _stats(14.0)}
+    assert judge_module._strict_rerun(SimpleNamespace(), result.scenario, result) is None

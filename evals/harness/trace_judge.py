@@ -8,7 +8,7 @@ from typing import Any
 
 from evals.harness import channel, trace
 from evals.harness.failures import Failure
-from evals.harness.judge import Session, derive_seed
+from evals.harness.session import Session, derive_seed
 from evals.harness.verdict import ScenarioResult
 from evals.harness.worker_client import WorkerFailure
 

@@ -1,0 +1,300 @@
+"""Judging a scenario's timing, after its verification and probe.
+
+Device-time requests to the candidate's worker and the upstreams' own, a re-time when the
+timing does not converge, random checks of timed outputs, the host-issue cap, the roofline
+floor, and the strict re-run of suspicious speedups.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from typing import Any
+
+from evals.harness.failures import Code, Failure
+from evals.harness.scenarios import Scenario
+from evals.harness.session import (
+    Session,
+    check_against,
+    derive_seed,
+    note_peak,
+    unpack,
+)
+from evals.harness.timing import TimingSettings, TimingStats, call_seed
+from evals.harness.verdict import ScenarioResult
+from evals.harness.worker_client import WorkerFailure
+
+SUSPICIOUS_SPEEDUP = 1.5
+"""A speedup above this over the fastest upstream is re-judged under a strict protocol
+(:func:`_strict_rerun`); over any upstream it is also flagged for a person."""
+STRICT_CHECKS_PER_SET = 16
+"""Timed outputs of each input set verified in the strict re-run (all kept, up to this)."""
+STRICT_TIME_TOLERANCE = 0.25
+"""How far the strict re-run's candidate time may move from the first timing."""
+TIMING_ATTEMPTS = 2
+"""Timing requests per scenario: one more when the first does not converge."""
+TIMED_CHECKS_PER_SET = 2
+"""Timed outputs of each input set verified, chosen at random after the calls were made."""
+HOST_ISSUE_CAP_US = 200.0
+"""GPU: host issue time (median, microseconds) a candidate call may always take."""
+HOST_ISSUE_UPSTREAM_FACTOR = 2.0
+"""GPU: or up to this many times the slowest upstream's issue time on the scenario."""
+
+
+def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
+    """Time candidate and upstreams; re-time once when the timing does not converge."""
+    for attempt in range(TIMING_ATTEMPTS):
+        header, request = _time_request(session, scenario, result, attempt)
+        if header["stop"] == "converged":
+            break
+    _record_timing(session, result, header, attempts=attempt + 1)
+    failure = _check_timed(session, result, request, header.get("kept", []))
+    return (
+        failure
+        or _host_issue(session, result)
+        or _plausible(session, scenario, result)
+        or _strict_rerun(session, scenario, result)
+    )
+
+
+def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
+    """A speedup over :data:`SUSPICIOUS_SPEEDUP` x the fastest upstream is re-judged strictly.
+
+    In a fresh worker process, on new inputs, with every kept timed output verified (up to
+    :data:`STRICT_CHECKS_PER_SET` per input set): a wrong output, or a candidate time that
+    differs by more than :data:`STRICT_TIME_TOLERANCE`, fails the scenario.
+    """
+    fastest = result.fastest_upstream()
+    speedup = result.speedup(fastest) if fastest else None
+    if speedup is None or speedup <= SUSPICIOUS_SPEEDUP:
+        return None
+    first = result.times["candidate"].median_us
+    session.client.kill()  # the next request starts a fresh worker
+    header, request = _time_request(
+        session, scenario, result, TIMING_ATTEMPTS, with_upstreams=False
+    )
+    kept = header.get("kept", [])
+    failure = _check_timed(session, result, request, kept, per_set=STRICT_CHECKS_PER_SET)
+    if failure is not None:
+        return failure
+    again = TimingStats(**header["stats"]["candidate"]).median_us
+    if abs(again - first) > STRICT_TIME_TOLERANCE * first:
+        reason = (
+            f"{speedup:.2f}x over {fastest}, but a fresh process timed the candidate at "
+            f"{again:.1f} us instead of {first:.1f} us"
+        )
+        return Failure(Code.IMPLAUSIBLE, reason)
+    result.checks["strict_rerun"] = (
+        f"passed: {speedup:.2f}x over {fastest} confirmed in a fresh process "
+        f"({again:.1f} us vs {first:.1f} us, every kept timed output verified)"
+    )
+    return None
+
+
+def _time_request(
+    session: Session,
+    scenario: Scenario,
+    result: ScenarioResult,
+    attempt: int,
+    *,
+    with_upstreams: bool = True,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One timing round (fresh input seeds and order per attempt) and its merged answer.
+
+    The candidate is timed in its worker, then the upstreams in theirs (a process that never
+    loads the candidate), one after the other on the same device, from the same seeds.
+    """
+    target, settings = session.target, session.target.timing
+    upstreams = [u.name for u in target.upstreams if u.name not in result.unsupported]
+    n_sets = max(3, target.inputs_per_scenario)
+    request = {
+        "op": "time",
+        "scenario": scenario.to_json(),
+        "seeds": [
+            derive_seed(session.seed, scenario.id, "time", attempt, i) for i in range(n_sets)
+        ],
+        "settings": dataclasses.asdict(_unpredictable(settings, session, scenario, attempt)),
+        "rng_seed": derive_seed(session.seed, scenario.id, "order", attempt),
+    }
+    timeout = target.limits.call_timeout_s + 2 * settings.time_cap_s
+    header, _ = session.client.request(
+        {**request, "candidate": True, "upstreams": []}, timeout_s=timeout
+    )
+    answers = [header]
+    if with_upstreams and upstreams and session.upstreams is not None:
+        try:
+            up, _ = session.upstreams.request(
+                {**request, "candidate": False, "upstreams": upstreams}, timeout_s=timeout
+            )
+        except WorkerFailure as exc:  # never the candidate's doing
+            reason = f"the upstreams' worker failed: {exc.failure.reason}"
+            raise WorkerFailure(Failure(Code.HARNESS_ERROR, reason)) from exc
+        answers.append(up)
+    for answer in answers:
+        _tally_answer(session, result, answer)
+    return _merge(answers), request
+
+
+def _unpredictable(
+    settings: TimingSettings, session: Session, scenario: Scenario, attempt: int
+) -> TimingSettings:
+    """The settings with a minimum trial count drawn from the secret seed.
+
+    Between ``min_trials`` and twice that: the worker cannot tell when the loop will stop.
+    """
+    rng = random.Random(derive_seed(session.seed, scenario.id, "min-trials", attempt))
+    low = settings.min_trials
+    return dataclasses.replace(settings, min_trials=rng.randint(low, 2 * low))
+
+
+def _tally_answer(session: Session, result: ScenarioResult, answer: dict[str, Any]) -> None:
+    """Count one timing answer's seconds, memory and unsupported upstreams."""
+    note_peak(result, "worker", answer.get("peak_reserved_bytes"))
+    result.unsupported.update(answer.get("unsupported", {}))
+    for name, busy in answer["busy_s"].items():
+        if name == "candidate":
+            session.tally.candidate_s += busy
+        else:
+            session.tally.upstream_s += busy
+    for part, key in (("time_loop", "loop_s"), ("time_worker", "worker_s")):
+        result.seconds[part] = result.seconds.get(part, 0.0) + float(answer.get(key, 0.0))
+
+
+def _merge(answers: list[dict[str, Any]]) -> dict[str, Any]:
+    """One timing header from the candidate's answer and the upstreams' (converged if both)."""
+    merged = dict(answers[0])
+    for extra in answers[1:]:
+        for key in ("stats", "latency", "issue", "polluted", "spin_us", "busy_s"):
+            merged[key] = {**merged.get(key, {}), **extra.get(key, {})}
+        if extra["stop"] != "converged":
+            merged["stop"] = extra["stop"]
+    return merged
+
+
+def _record_timing(
+    session: Session, result: ScenarioResult, header: dict[str, Any], *, attempts: int
+) -> None:
+    """Device times, latencies, issue times and how the timing went, with notes for a reader."""
+    settings = session.target.timing
+    result.times = {name: TimingStats(**st) for name, st in header["stats"].items()}
+    result.latency = {name: TimingStats(**st) for name, st in header.get("latency", {}).items()}
+    result.issue = {name: TimingStats(**st) for name, st in header.get("issue", {}).items()}
+    worst = max(result.times.values(), key=lambda st: st.rse)
+    converged = header["stop"] == "converged"
+    polluted = {k: v for k, v in header.get("polluted", {}).items() if v}
+    result.timing = {
+        "trials": int(header["trials"]),
+        "stop": header["stop"],
+        "attempts": attempts,
+        "converged": converged,
+        "worst_rse": worst.rse,
+        "polluted": polluted,
+    }
+    if session.target.device == "cuda":  # the CPU has no spin: device time is wall time
+        result.timing["spin_us"] = header.get("spin_us", {})
+    for name in result.times:
+        speedup = result.speedup(name) if name != "candidate" else None
+        if speedup is not None and speedup > SUSPICIOUS_SPEEDUP:
+            result.flags.append(f"suspicious: {speedup:.2f}x over {name}; worth a look")
+    if not converged:
+        result.flags.append(
+            f"timing did not converge in {attempts} attempts (stopped at {header['stop']}): "
+            f"rse {worst.rse:.2%} over the target {settings.target_rse:.2%}; "
+            "its figures are less precise"
+        )
+    for name, n in polluted.items():
+        result.flags.append(
+            f"{n} timed call(s) of {name} discarded: host issue work outlasted the spin"
+        )
+
+
+def _host_issue(session: Session, result: ScenarioResult) -> Failure | None:
+    """GPU: the candidate's host issue time must stay within the cap (no work on the host).
+
+    Device time hides the host's issue work behind a spin, so work on the host must not be a
+    way to compute: the cap is the larger of :data:`HOST_ISSUE_CAP_US` and
+    :data:`HOST_ISSUE_UPSTREAM_FACTOR` times the slowest upstream's issue time.
+    """
+    cand = result.issue.get("candidate")
+    if session.target.device != "cuda" or cand is None:
+        return None
+    ups = [st.median_us for name, st in result.issue.items() if name != "candidate"]
+    cap = max(HOST_ISSUE_CAP_US, HOST_ISSUE_UPSTREAM_FACTOR * max(ups, default=0.0))
+    if cand.median_us > cap:
+        reason = (
+            f"the call spent {cand.median_us:.0f} us on the host before returning (median), "
+            f"over the cap of {cap:.0f} us: work on the host or a synchronising call"
+        )
+        return Failure(Code.HOST_WORK, reason)
+    result.checks["host_issue"] = f"passed: {cand.median_us:.0f} us <= cap {cap:.0f} us"
+    return None
+
+
+def _check_timed(
+    session: Session,
+    result: ScenarioResult,
+    request: dict[str, Any],
+    kept: list[int],
+    *,
+    per_set: int = TIMED_CHECKS_PER_SET,
+) -> Failure | None:
+    """Timed outputs chosen at random after the calls were made must be right too.
+
+    Up to ``per_set`` of each input set's timed calls, drawn from the trials
+    the worker kept with a generator seeded from the run's secret seed; ``request`` is the
+    time request, whose seeds rebuild each chosen call's inputs (with its fresh q).
+    """
+    t0 = time.monotonic()
+    target, scenario = session.target, result.scenario
+    n_sets = len(request["seeds"])
+    rng = random.Random(derive_seed(session.seed, scenario.id, "timed-check", request["rng_seed"]))
+    chosen = sorted(
+        trial
+        for i in range(n_sets)
+        for trial in rng.sample(
+            [t for t in kept if t % n_sets == i],
+            min(per_set, sum(1 for t in kept if t % n_sets == i)),
+        )
+    )
+    try:
+        header, payload = session.client.request({"op": "timed_outputs", "trials": chosen})
+        outputs = unpack(session, header["tensors"], payload)
+        sets = target.make_timing_inputs(scenario, list(request["seeds"]))
+        for trial, out in zip(chosen, outputs, strict=True):
+            inputs = sets[trial % n_sets]
+            if target.timing.fresh_queries:
+                seed = call_seed(request["rng_seed"], trial, "candidate")
+                target.refill_query(scenario, inputs, seed)
+            failure = check_against(target, scenario, out, inputs)
+            if failure is not None:
+                reason = f"a timed call (trial {trial}, input set {trial % n_sets}) was wrong"
+                return Failure(Code.STALE_RESULT, f"{reason}: {failure.reason}")
+    finally:
+        result.seconds["time_check"] = time.monotonic() - t0
+        session.tally.reference_s += result.seconds["time_check"]
+    fresh = " (a fresh q before every timed call)" if target.timing.fresh_queries else ""
+    result.checks["timed_outputs"] = (
+        f"passed: {len(chosen)} timed outputs chosen at random after the calls, up to "
+        f"{per_set} of each of {n_sets} input sets{fresh}"
+    )
+    return None
+
+
+def _plausible(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
+    """Reject a candidate time below the roofline floor (FLOPs/peak, bytes/bandwidth)."""
+    if session.ceilings is None:
+        return None
+    floor = session.target.floor_us(scenario, session.ceilings)
+    cand = result.times.get("candidate")
+    if floor is None or cand is None:
+        return None
+    result.floor_us = floor
+    if cand.median_us < floor:
+        reason = (
+            f"candidate median {cand.median_us:.1f} us is below the roofline floor "
+            f"{floor:.1f} us: implausible"
+        )
+        return Failure(Code.IMPLAUSIBLE, reason)
+    result.checks["roofline"] = f"passed: median {cand.median_us:.1f} us >= floor {floor:.1f} us"
+    return None

@@ -1,0 +1,102 @@
+"""What judging needs across its phases: the session, its tally, seeds, references, unpacking."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from evals.harness import channel
+from evals.harness.failures import Failure
+from evals.harness.gpu import Ceilings
+from evals.harness.scenarios import Scenario
+from evals.harness.targets import Inputs, Target
+from evals.harness.verdict import ScenarioResult
+from evals.harness.verify import check_meta, check_values
+from evals.harness.worker_client import WorkerClient
+
+
+def derive_seed(seed: int, *parts: object) -> int:
+    """A 62-bit seed derived from ``seed`` and ``parts``."""
+    digest = hashlib.sha256("/".join(map(str, (seed, *parts))).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 2
+
+
+@dataclass
+class Tally:
+    """Seconds a run spent, by where they went.
+
+    Candidate calls, upstream calls, the parent's reference checks, the trace and unpacking
+    outputs; worker start-up and ceilings (``setup_s``); all requests (``requests_s``) and the
+    worker's share of them (``worker_s``).
+    """
+
+    candidate_s: float = 0.0
+    upstream_s: float = 0.0
+    reference_s: float = 0.0
+    trace_s: float = 0.0
+    unpack_s: float = 0.0
+    setup_s: float = 0.0
+    requests_s: float = 0.0
+    worker_s: float = 0.0
+
+
+@dataclass
+class Session:
+    """What judging a scenario needs: the target, the worker, the run's seed and command."""
+
+    target: Target
+    client: WorkerClient
+    seed: int
+    command: str
+    ceilings: Ceilings | None = None
+    tally: Tally = field(default_factory=Tally)
+    own_kernels: frozenset[str] | None = None
+    """The candidate's kernel names for the GPU trace check; None where it does not apply."""
+    upstreams: WorkerClient | None = None
+    """The worker that times the upstreams: a process that never loads the candidate."""
+
+
+def check_against(
+    target: Target, scenario: Scenario, out: torch.Tensor, inputs: Inputs
+) -> Failure | None:
+    """Apply the accuracy rule to ``out`` computed from ``inputs``."""
+    spec = target.expected_output(scenario)
+    failure = check_meta(out, spec)
+    if failure is not None:
+        return failure
+    reference, baseline = expected(target, scenario, inputs)
+    dtype = str(spec.dtype).removeprefix("torch.")
+    return check_values(
+        out, reference=reference, baseline=baseline, rule=target.accuracy, dtype=dtype
+    ).failure
+
+
+def expected(
+    target: Target, scenario: Scenario, inputs: Inputs
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float64 reference and the accuracy baseline's output, computed in this process."""
+    reference = target.reference(scenario, inputs)
+    baseline = target.upstream(target.accuracy.baseline).prepare(inputs)()
+    return reference, baseline
+
+
+def unpack(
+    session: Session, metas: list[dict[str, Any]], payload: channel.Buffer
+) -> list[torch.Tensor]:
+    """Rebuild the worker's tensors (onto the GPU for GPU targets), counting the seconds."""
+    t0 = time.monotonic()
+    try:
+        return channel.unpack_tensors(metas, payload)
+    finally:
+        session.tally.unpack_s += time.monotonic() - t0
+
+
+def note_peak(result: ScenarioResult, process: str, peak: object) -> None:
+    """Keep the largest GPU memory reserved by ``process`` (worker or harness) in this scenario."""
+    if isinstance(peak, int | float):
+        key = f"{process}_peak_gib"
+        result.memory[key] = max(result.memory.get(key, 0.0), peak / 2**30)
