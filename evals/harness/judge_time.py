@@ -30,8 +30,6 @@ SUSPICIOUS_SPEEDUP = 1.5
 (:func:`_strict_rerun`); over any upstream it is also flagged for a person."""
 STRICT_CHECKS_PER_SET = 16
 """Timed outputs of each input set verified in the strict re-run (all kept, up to this)."""
-STRICT_TIME_TOLERANCE = 0.25
-"""How far the strict re-run's candidate time may move from the first timing."""
 TIMING_ATTEMPTS = 2
 """Timing requests per scenario: one more when the first does not converge."""
 TIMED_CHECKS_PER_SET = 2
@@ -62,8 +60,9 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
     """A speedup over :data:`SUSPICIOUS_SPEEDUP` x the fastest upstream is re-judged strictly.
 
     In a fresh worker process, on new inputs, with every kept timed output verified (up to
-    :data:`STRICT_CHECKS_PER_SET` per input set): a wrong output, or a candidate time that
-    differs by more than :data:`STRICT_TIME_TOLERANCE`, fails the scenario.
+    :data:`STRICT_CHECKS_PER_SET` per input set): a wrong output, or a candidate time slower
+    than the first by more than the target's ``strict_tolerance`` (state built up in the
+    first process that a fresh one lacks), fails the scenario.
     """
     fastest = result.fastest_upstream()
     speedup = result.speedup(fastest) if fastest else None
@@ -79,7 +78,7 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
     if failure is not None:
         return failure
     again = TimingStats(**header["stats"]["candidate"]).median_us
-    if abs(again - first) > STRICT_TIME_TOLERANCE * first:
+    if again > (1 + session.target.timing.strict_tolerance) * first:
         reason = (
             f"{speedup:.2f}x over {fastest}, but a fresh process timed the candidate at "
             f"{again:.1f} us instead of {first:.1f} us"

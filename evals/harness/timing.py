@@ -50,6 +50,8 @@ class TimingSettings:
         spin_max_us: Longest spin; a call whose issue work outlasts it is timed polluted.
         spin_factor: The spin is this many times the implementation's issue time (plus
             ``spin_min_us``), measured in warm-up.
+        strict_tolerance: How much slower the candidate may time in the strict re-run of a
+            suspicious speedup (a fresh process) than it did first (0.25 = 25%).
 
     """
 
@@ -63,6 +65,7 @@ class TimingSettings:
     spin_min_us: float = 50.0
     spin_max_us: float = 20_000.0
     spin_factor: float = 2.0
+    strict_tolerance: float = 0.25
 
 
 BeforeCall = Callable[[str, int, int], None]
