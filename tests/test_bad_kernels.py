@@ -5,6 +5,7 @@ import json
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate
+from evals.harness.runner import FAIL_FAST_CODES
 from tests.helpers import CPU_KERNELS, run_harness
 
 CASES = [
@@ -25,8 +26,14 @@ CASES = [
 def test_bad_kernel_is_rejected_with_reason(kernel, code, text):
     verdict = evaluate(RunSettings("check", "cpu_attention", CPU_KERNELS / kernel, suite="smoke"))
     assert verdict.status == "failed"
-    # every scenario fails with the same code: a crash costs one scenario, the worker restarts
-    assert [r.failure.code for r in verdict.results] == [code] * len(verdict.results)
+    # a crash costs one scenario, the worker restarts; the same crash-like failure twice in a
+    # row skips the rest (fail fast)
+    codes = [r.failure.code for r in verdict.results]
+    n = len(codes)
+    if code in FAIL_FAST_CODES and n > 2:
+        assert codes == [code] * 2 + [Code.SKIPPED] * (n - 2)
+    else:
+        assert codes == [code] * n
     reason = verdict.results[0].failure.reason
     assert text in reason and "\n" not in reason
 
@@ -44,8 +51,24 @@ def test_hang_is_killed_after_the_timeout():
     settings = RunSettings("check", "cpu_attention", CPU_KERNELS / "hang.cpp", suite="smoke",
                            call_timeout_s=3)
     verdict = evaluate(settings)
-    assert [r.failure.code for r in verdict.results] == [Code.TIMEOUT] * 2
+    assert [r.failure.code for r in verdict.results][:2] == [Code.TIMEOUT] * 2
     assert "no answer within 3 s" in verdict.results[0].failure.reason
+
+
+DEV3 = ("fp32-d64-s128-b4-h8-full", "fp32-d64-s512-b1-h8-causal", "bf16-d128-s128-b4-h8-full")
+
+
+@pytest.mark.parametrize("keep_going", [False, True])
+def test_the_same_crash_twice_in_a_row_skips_the_rest_unless_keep_going(keep_going):
+    verdict = evaluate(RunSettings("check", "cpu_attention", CPU_KERNELS / "segfault.cpp",
+                                   suite="dev", scenario_ids=DEV3, keep_going=keep_going))
+    codes = [r.failure.code for r in verdict.results]
+    if keep_going:
+        assert codes == [Code.CRASH] * 3 and not verdict.flags
+    else:
+        assert codes == [Code.CRASH, Code.CRASH, Code.SKIPPED]
+        assert "SIGSEGV" in verdict.results[2].failure.reason
+        assert any(f.startswith("stopped early: 1 scenario(s) skipped") for f in verdict.flags)
 
 
 def test_build_error_exits_1_with_reason_in_output_and_json(tmp_path):
@@ -57,6 +80,9 @@ def test_build_error_exits_1_with_reason_in_output_and_json(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["status"] == "failed" and doc["failure"]["code"] == "build_error"
     assert doc["aggregates"]["passed"] == 0
+    # the compiler's paths name the user's file, not the build cache's copy of it
+    assert "build_error.cpp:" in proc.stdout and "/src/candidate.cpp" not in proc.stdout
+    assert proc.stdout.count("undeclared_function") <= 3  # reported once, not per scenario
 
 
 @pytest.mark.parametrize(
@@ -67,6 +93,7 @@ def test_build_error_exits_1_with_reason_in_output_and_json(tmp_path):
         (["--target", "cpu_attention", "--kernel", "kernels/cpu_attention/start.cpp",
           "--suite", "huge"], "unknown_suite"),
         (["--target", "cpu_attention", "--kernel", "pyproject.toml"], "bad_argument"),
+        (["--target", "cpu_attention", "--kernel", "kernels/cpu_attention"], "bad_argument"),
     ],
 )
 def test_bad_invocations_exit_2_with_one_line_reason(tmp_path, args, code):
@@ -77,3 +104,13 @@ def test_bad_invocations_exit_2_with_one_line_reason(tmp_path, args, code):
     assert proc.stderr.strip().startswith("error: ") and len(proc.stderr.strip().splitlines()) == 1
     doc = json.loads(out.read_text())
     assert doc["status"] == "error" and doc["failure"]["code"] == code
+
+
+def test_a_directory_or_a_special_file_as_kernel_gets_its_own_reason(tmp_path):
+    import os
+
+    fifo = tmp_path / "kernel.cpp"
+    os.mkfifo(fifo)
+    for path, text in ((tmp_path, "is a directory"), (fifo, "not a regular file")):
+        verdict = evaluate(RunSettings("check", "cpu_attention", path, suite="smoke"))
+        assert verdict.status == "error" and text in verdict.failure.reason

@@ -7,6 +7,7 @@ process group, so a timeout kills the whole tree and nothing the build does touc
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import hashlib
@@ -182,11 +183,25 @@ def build(
         if record_path.is_file():
             cached = _from_record(json.loads(record_path.read_text()), key)
             if cached is not None:
-                return cached
+                return _user_paths(cached, root, target, source_path)
         result = _compile(target, source, key, root, clean_env)
         if result.failure is None or result.failure.code == Code.BUILD_ERROR:
             record_path.write_text(json.dumps(result.to_json()))
-        return result
+        return _user_paths(result, root, target, source_path)
+
+
+def _user_paths(result: BuildResult, root: Path, target: Target, source: Path) -> BuildResult:
+    """The compiler's diagnostics with the cache's copy of the source named as the user's file.
+
+    The cache compiles ``<cache>/<key>/src/candidate.cpp``; a person looks for their own file.
+    """
+    copy = str(root / "src" / f"candidate{target.contract.source_suffix}")
+    mine = str(source)
+    failure = result.failure
+    if failure is not None:
+        failure = Failure(failure.code, failure.reason.replace(copy, mine))
+    log = result.log.replace(copy, mine).replace(COMPILER_FAILED, "").rstrip()
+    return dataclasses.replace(result, log=log, failure=failure)
 
 
 def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: bool) -> BuildResult:
@@ -222,11 +237,11 @@ def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: boo
         reason = f"build timed out after {target.build.timeout_s:.0f} s"
         return BuildResult(key, None, Failure(Code.BUILD_TIMEOUT, reason), "", seconds, False)
     seconds = time.monotonic() - start
-    log = trim_log(out.decode(errors="replace"))
+    text = out.decode(errors="replace")
+    log = trim_log(text)
     library = Path(spec["build_directory"]) / f"{spec['name']}.so"
     if library.is_file():  # linked; loading problems are the worker's to report
         return BuildResult(key, library, None, log, seconds, False)
-    text = out.decode(errors="replace")
     if COMPILER_FAILED in text:
         failure = Failure(Code.BUILD_ERROR, f"build error: {first_error(log)}")
     else:  # the compiler never ran: the environment's fault, never the candidate's

@@ -49,6 +49,17 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--cache-dir", type=Path, help="build cache directory")
         sp.add_argument("--timeout", type=float, help="seconds one candidate request may take")
         sp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+        sp.add_argument(
+            "--keep-worker-log",
+            type=Path,
+            metavar="PATH",
+            help="keep the workers' output (capped: head and tail) in this file",
+        )
+        sp.add_argument(
+            "--keep-going",
+            action="store_true",
+            help="judge every scenario even after the same crash on two scenarios in a row",
+        )
         if name != "score":
             sp.add_argument("--seed", type=int, help="input seed (default: random)")
     return p
@@ -81,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         call_timeout_s=args.timeout,
         candidate_upstream=args.candidate_upstream,
         scenario_ids=tuple(args.scenario),
+        keep_going=args.keep_going,
+        keep_worker_log=args.keep_worker_log,
     )
     progress = None if args.quiet else report.print_progress
     verdict = evaluate(settings, progress=progress, notify=None if args.quiet else _notify)

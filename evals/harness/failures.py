@@ -39,6 +39,7 @@ class Code(StrEnum):
     STALE_RESULT = "stale_result"
     NONDETERMINISTIC = "nondeterministic"
     TRACE_VIOLATION = "trace_violation"
+    SKIPPED = "skipped"
     HARNESS_ERROR = "harness_error"
     HARNESS_MODIFIED = "harness_modified"
     DEVICE_BUSY = "device_busy"

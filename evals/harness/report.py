@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any, TextIO
 
@@ -43,16 +44,31 @@ def _phase_line(timing: dict[str, float]) -> list[str]:
 
 
 def render(verdict: Verdict) -> str:
-    """The results table: per scenario correctness, error, times, speedups; then geomeans."""
+    """The report: the table, what its columns mean, a summary, grouped notes and failures."""
     lines = [
         f"{verdict.command} {verdict.target} suite={verdict.suite} "
         f"kernel={verdict.kernel.get('path')} seed={verdict.seed}"
     ]
-    if verdict.failure is not None and not verdict.results:
-        lines.append(f"ERROR [{verdict.failure.code}] {verdict.failure.reason}")
+    if verdict.failure is not None:  # nothing was judged: say why once, with the log
+        word = "ERROR" if verdict.status == "error" else "FAILED"
+        lines.append(f"{word} [{verdict.failure.code}] {verdict.failure.reason}")
+        if verdict.results:
+            lines.append(f"(all {len(verdict.results)} scenarios count as failed)")
+        if verdict.build and verdict.build.get("log"):
+            lines.append(str(verdict.build["log"]))
         return "\n".join(lines)
     ups = list(verdict.upstreams)
     with_latency = any(r.latency for r in verdict.results)
+    lines += _table(verdict.results, ups, with_latency)
+    lines += legend(ups, with_latency=with_latency, gpu=verdict.target != "cpu_attention")
+    lines.append(summary(verdict))
+    lines += _timing_lines(verdict.timing)
+    lines += _failure_lines(verdict.results)
+    lines += notes(verdict.results) + [f"note: {flag}" for flag in verdict.flags]
+    return "\n".join(lines)
+
+
+def _table(results: list[ScenarioResult], ups: list[str], with_latency: bool) -> list[str]:
     names = ["candidate", *ups] if with_latency else []
     header = [
         "scenario",
@@ -66,7 +82,7 @@ def render(verdict: Verdict) -> str:
         *(f"{'cand' if n == 'candidate' else n}_lat_us" for n in names),
     ]
     rows = [header]
-    for r in verdict.results:
+    for r in results:
         cand = r.times.get("candidate")
         data: dict[str, Any] = r.to_json()
         rows.append(
@@ -83,38 +99,104 @@ def render(verdict: Verdict) -> str:
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    for row in rows:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
-    agg = aggregates(verdict.results, ups)
-    geo = ", ".join(f"{k} {_fmt(v, '.3f')}x" for k, v in agg["geomean_speedup"].items())
-    lines.append(f"passed {agg['passed']}/{agg['scenarios']}; geomean speedup: {geo}")
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+
+
+def legend(ups: list[str], *, with_latency: bool, gpu: bool) -> list[str]:
+    """One line per column: what it holds and in which unit."""
+    clock = "device time (host work hidden)" if gpu else "wall time"
+    lines = [
+        "columns:",
+        "  ok       yes if the scenario passed every check",
+        "  max_err  largest absolute error against the float64 reference",
+        "  tol      the error allowed there: 2x the baseline upstream's, plus a small floor",
+        f"  *_us     median time of one call in microseconds, {clock}",
+        "  x_UP     speedup over upstream UP: above 1 the candidate is faster",
+        "  tflops   the candidate's arithmetic rate, TFLOP/s",
+    ]
     if with_latency:
-        lines.append(
-            "times (_us) are device time, host issue work hidden, and speedups use them; "
-            "_lat_us is call latency (host work included), for reference only"
-        )
-    if agg["not_converged"]:
-        lines.append(
-            f"timing did not converge on {agg['not_converged']} scenario(s) after a re-time: "
-            "their figures are less precise (see the notes)"
-        )
-    t = verdict.timing
-    if t:
-        inside = t["candidate_calls_s"] + t["upstream_calls_s"]
-        lines.append(
-            f"time: wall {t['wall_s']:.1f} s = build {t['build_s']:.1f} s + candidate calls "
-            f"{t['candidate_calls_s']:.1f} s + upstream calls {t['upstream_calls_s']:.1f} s + "
-            f"reference checks {t['reference_s']:.1f} s + other "
-            f"{t['wall_s'] - t['build_s'] - inside - t['reference_s']:.1f} s"
-        )
-        lines.extend(_phase_line(t))
-    for r in verdict.results:
+        lines.append("  *_lat_us call latency with the host's issue work, for reference only")
+    return lines
+
+
+def summary(verdict: Verdict) -> str:
+    """One line saying what the result means."""
+    agg = aggregates(verdict.results, list(verdict.upstreams))
+    n, passed = agg["scenarios"], agg["passed"]
+    ups = list(verdict.upstreams)
+    geo = agg["geomean_speedup"]
+    parts = []
+    for up in ups if len(ups) > 1 else ups[:1]:
+        value = geo.get(up)
+        if value:
+            who = "the candidate" if value >= 1 else up
+            factor = value if value >= 1 else 1 / value
+            parts.append(f"{value:.2f}x {up} ({who} is {factor:.1f}x faster)")
+    if len(ups) > 1 and geo.get("fastest"):
+        parts.append(f"{geo['fastest']:.2f}x the fastest upstream per scenario")
+    speed = "; geomean " + ", ".join(parts) if parts else ""
+    if passed == n and n:
+        return f"summary: all {n} correct{speed}"
+    tail = f"{speed} (correct ones only)" if speed else ""
+    return f"summary: {passed} of {n} correct, so the kernel does not pass{tail}"
+
+
+def _timing_lines(t: dict[str, float]) -> list[str]:
+    if not t:
+        return []
+    inside = t["candidate_calls_s"] + t["upstream_calls_s"]
+    line = (
+        f"time: wall {t['wall_s']:.1f} s = build {t['build_s']:.1f} s + candidate calls "
+        f"{t['candidate_calls_s']:.1f} s + upstream calls {t['upstream_calls_s']:.1f} s + "
+        f"reference checks {t['reference_s']:.1f} s + other "
+        f"{t['wall_s'] - t['build_s'] - inside - t['reference_s']:.1f} s"
+    )
+    return [line, *_phase_line(t)]
+
+
+def _failure_lines(results: list[ScenarioResult]) -> list[str]:
+    """Each distinct failure once, with the scenarios it hit."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in results:
         if r.failure is not None:
-            lines.append(f"  {r.scenario.id}: [{r.failure.code}] {r.failure.reason}")
+            groups.setdefault((r.failure.code, r.failure.reason), []).append(r.scenario.id)
+    lines = []
+    for (code, reason), ids in groups.items():
+        where = ids[0] if len(ids) == 1 else f"{len(ids)} scenarios ({_ids(ids)})"
+        lines.append(f"  {where}: [{code}] {reason}")
+    return lines
+
+
+_NOT_CONVERGED = re.compile(r"^timing did not converge.*rse ([0-9.]+)%")
+_POLLUTED = re.compile(r"^(\d+) timed call\(s\) of (\S+) discarded")
+
+
+def notes(results: list[ScenarioResult]) -> list[str]:
+    """The scenarios' notes, grouped by kind and each kind explained once."""
+    slow, rse, polluted, other = [], 0.0, 0, []
+    for r in results:
         for flag in r.flags:
-            lines.append(f"  {r.scenario.id}: note: {flag}")
-    if verdict.failure is not None:
-        lines.append(f"FAILED [{verdict.failure.code}] {verdict.failure.reason}")
-        if verdict.build and verdict.build.get("log"):
-            lines.append(str(verdict.build["log"]))
-    return "\n".join(lines)
+            if m := _NOT_CONVERGED.match(flag):
+                slow.append(r.scenario.id)
+                rse = max(rse, float(m.group(1)))
+            elif m := _POLLUTED.match(flag):
+                polluted += int(m.group(1))
+            else:
+                other.append(f"  {r.scenario.id}: note: {flag}")
+    lines = []
+    if slow:
+        lines.append(
+            f"note: timing did not converge on {len(slow)} scenario(s) even after a re-time "
+            f"(rse up to {rse:.1f}%): their times are less precise, not wrong "
+            f"({_ids(slow)})"
+        )
+    if polluted:
+        lines.append(
+            f"note: {polluted} timed call(s) were discarded and re-timed with a longer spin "
+            "(the host's issue work outlasted it); the figures exclude them"
+        )
+    return lines + other
+
+
+def _ids(ids: list[str], limit: int = 4) -> str:
+    return ", ".join(ids[:limit]) + (f", ... {len(ids) - limit} more" if len(ids) > limit else "")

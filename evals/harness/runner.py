@@ -51,6 +51,10 @@ class RunSettings:
         scenario_ids: Judge only these scenarios of the suite (all when empty).
         lock_timeout_s: Seconds to wait for the device lock (another run judging on the same
             device) before giving up with ``device_busy``.
+        keep_going: Judge every scenario even after the same crash, hang or exception on two
+            scenarios in a row (by default the rest are skipped, and the verdict says so).
+        keep_worker_log: Keep the workers' output (capped: head and tail) in this file (the
+            upstreams' worker beside it); by default it is only read for crash reasons.
     """
 
     command: Command
@@ -63,6 +67,8 @@ class RunSettings:
     candidate_upstream: str | None = None
     scenario_ids: tuple[str, ...] = ()
     lock_timeout_s: float = 3600.0
+    keep_going: bool = False
+    keep_worker_log: Path | None = None
 
     def to_json(self) -> dict[str, object]:
         """JSON form, logged into the verdict."""
@@ -214,13 +220,23 @@ def _static_checks(
 
 
 def _read_kernel(path: Path, target: Target) -> bytes:
-    if not path.is_file():
-        raise HarnessInputError(Failure(Code.MISSING_FILE, f"kernel file not found: {path}"))
     suffix = target.contract.source_suffix
+    if path.is_dir():
+        reason = f"--kernel is a directory, not a file: {path} (give one {suffix} file)"
+        raise HarnessInputError(Failure(Code.BAD_ARGUMENT, reason))
+    if not path.exists():
+        raise HarnessInputError(Failure(Code.MISSING_FILE, f"kernel file not found: {path}"))
+    if not path.is_file():
+        reason = f"--kernel is not a regular file: {path} (give one {suffix} file)"
+        raise HarnessInputError(Failure(Code.BAD_ARGUMENT, reason))
     if path.suffix != suffix:
         reason = f"{target.name} expects one {suffix} file, got {path.name}"
         raise HarnessInputError(Failure(Code.BAD_ARGUMENT, reason))
-    return path.read_bytes()
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        reason = f"kernel file is not readable: {path} ({exc.strerror or exc})"
+        raise HarnessInputError(Failure(Code.BAD_ARGUMENT, reason)) from None
 
 
 def _fail_all(verdict: Verdict, scenarios: tuple[Scenario, ...], failure: Failure) -> None:
@@ -260,66 +276,80 @@ def _judge_all(
     settings: RunSettings,
 ) -> None:
     assert verdict.seed is not None
-    with tempfile.TemporaryDirectory(prefix="kernelseek-") as tmp:
-        t0 = time.monotonic()
-        clients = _workers(target, library, settings, Path(tmp))
-        try:
-            for c in clients:
-                c.start()
-        except WorkerFailure as exc:
-            failure = exc.failure
-            if clients[0].sock is not None:  # the candidate's started: the upstreams' failed
-                reason = f"the upstreams' worker failed to start: {failure.reason}"
-                failure = Failure(Code.HARNESS_ERROR, reason)
-            for c in clients:
-                c.close()
-            _fail_all(verdict, scenarios, failure)
-            return
-        try:
-            ceilings = target.measure_ceilings() if verdict.command != "check" else None
-            tally.setup_s = time.monotonic() - t0
-            ceil_json = dataclasses.asdict(ceilings) if ceilings else None
-            verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
-            session = Session(target, clients[0], verdict.seed, verdict.command, ceilings, tally)
-            session.upstreams = clients[1] if len(clients) > 1 else None
-            session.own_kernels = _trace_setup(verdict, target, library, settings)
-            _judge_scenarios(verdict, session, scenarios, progress)
-        finally:
-            tally.requests_s = sum(c.request_s for c in clients)
-            tally.worker_s = sum(c.worker_s for c in clients)
-            for c in clients:
-                c.close()
+    t0 = time.monotonic()
+    clients = _workers(target, library, settings)
+    try:
+        for c in clients:
+            c.start()
+    except WorkerFailure as exc:
+        failure = exc.failure
+        if clients[0].sock is not None:  # the candidate's started: the upstreams' failed
+            reason = f"the upstreams' worker failed to start: {failure.reason}"
+            failure = Failure(Code.HARNESS_ERROR, reason)
+        for c in clients:
+            c.close()
+        _fail_all(verdict, scenarios, failure)
+        return
+    try:
+        ceilings = target.measure_ceilings() if verdict.command != "check" else None
+        tally.setup_s = time.monotonic() - t0
+        ceil_json = dataclasses.asdict(ceilings) if ceilings else None
+        verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
+        session = Session(target, clients[0], verdict.seed, verdict.command, ceilings, tally)
+        session.upstreams = clients[1] if len(clients) > 1 else None
+        session.own_kernels = _trace_setup(verdict, target, library, settings)
+        _judge_scenarios(verdict, session, scenarios, progress, keep_going=settings.keep_going)
+    finally:
+        tally.requests_s = sum(c.request_s for c in clients)
+        tally.worker_s = sum(c.worker_s for c in clients)
+        for c in clients:
+            c.close()
 
 
-def _workers(
-    target: Target, library: Path | None, settings: RunSettings, folder: Path
-) -> list[WorkerClient]:
+def _workers(target: Target, library: Path | None, settings: RunSettings) -> list[WorkerClient]:
     """The candidate's worker and, where timing runs, the upstreams' own worker."""
     clean = settings.command == "score"
+    keep = settings.keep_worker_log
     workers = [
         WorkerClient(
-            target,
-            library,
-            folder / "worker.log",
-            candidate_upstream=settings.candidate_upstream,
-            clean_env=clean,
+            target, library, keep, candidate_upstream=settings.candidate_upstream, clean_env=clean
         )
     ]
     if settings.command != "check" and target.upstreams:
-        workers.append(WorkerClient(target, None, folder / "upstreams.log", clean_env=clean))
+        ups_log = keep.with_name(f"{keep.stem}.upstreams{keep.suffix}") if keep else None
+        workers.append(WorkerClient(target, None, ups_log, clean_env=clean))
     return workers
 
 
 def _judge_scenarios(
-    verdict: Verdict, session: Session, scenarios: tuple[Scenario, ...], progress: Progress | None
+    verdict: Verdict,
+    session: Session,
+    scenarios: tuple[Scenario, ...],
+    progress: Progress | None,
+    *,
+    keep_going: bool,
 ) -> None:
-    """Judge each scenario, then the trace of all; device state before and after."""
+    """Judge each scenario, then the trace of all; device state before and after.
+
+    Unless ``keep_going``, the same crash-like failure on two scenarios in a row skips the
+    rest (each would cost its full timeout or restart for the same answer).
+    """
     target = session.target
     state = {"before": target.device_state()}
     for i, scenario in enumerate(scenarios):
-        verdict.results.append(judge_scenario(session, scenario))
+        stop = None if keep_going else _repeated_crash(verdict.results)
+        if stop is not None:
+            verdict.results.append(ScenarioResult(scenario, failure=stop))
+        else:
+            verdict.results.append(judge_scenario(session, scenario))
         if progress is not None:
             progress(i + 1, len(scenarios), verdict.results[-1])
+    skipped = sum(1 for r in verdict.results if r.failure and r.failure.code == Code.SKIPPED)
+    if skipped:
+        verdict.flags.append(
+            f"stopped early: {skipped} scenario(s) skipped after the same failure on two "
+            "scenarios in a row (--keep-going runs them all)"
+        )
     correct = [r.correct for r in verdict.results]
     trace_all(session, verdict.results)
     for i, (was, result) in enumerate(zip(correct, verdict.results, strict=True)):
@@ -327,6 +357,26 @@ def _judge_scenarios(
             progress(i + 1, len(scenarios), result)
     state["after"] = target.device_state()
     verdict.provenance = {**verdict.provenance, "device_state": state}
+
+
+FAIL_FAST_CODES = frozenset({Code.CRASH, Code.TIMEOUT, Code.EXCEPTION, Code.LOAD_ERROR})
+"""Failures that repeat on every scenario at full cost: two in a row skip the rest."""
+
+
+def _repeated_crash(results: list[ScenarioResult]) -> Failure | None:
+    """The skip reason when the last two scenarios failed with the same crash-like code."""
+    if len(results) < 2 or results[-1].failure is None or results[-2].failure is None:
+        return None
+    last, before = results[-1].failure, results[-2].failure
+    if last.code == Code.SKIPPED:
+        return last
+    if last.code != before.code or last.code not in FAIL_FAST_CODES:
+        return None
+    reason = (
+        f"skipped: the candidate failed with {last.code} on the two scenarios before "
+        f"({last.reason})"
+    )
+    return Failure(Code.SKIPPED, reason)
 
 
 def _trace_setup(

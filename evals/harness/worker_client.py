@@ -18,6 +18,7 @@ from evals.harness import channel
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.hygiene import clean_environment
 from evals.harness.targets import Target
+from evals.harness.worker_log import CappedLog
 
 STARTUP_TIMEOUT_S = 180.0
 
@@ -42,8 +43,10 @@ class WorkerClient:
 
     Args:
         target: The target (the worker instantiates it again by name).
-        library: The candidate's built shared library (None with ``candidate_upstream``).
-        log_path: Where the worker's stdout and stderr go (the candidate may print).
+        library: The candidate's built shared library (None with ``candidate_upstream``, and
+            for the upstreams' own worker).
+        log_path: Where to keep the worker's output (capped, see :mod:`worker_log`) when it
+            exits; None keeps it only in memory, for the reasons of crashes.
         candidate_upstream: Self-check mode: this upstream stands in for the candidate.
         clean_env: Start the worker in a cleaned environment (``score``).
     """
@@ -52,7 +55,7 @@ class WorkerClient:
         self,
         target: Target,
         library: Path | None,
-        log_path: Path,
+        log_path: Path | None = None,
         *,
         candidate_upstream: str | None = None,
         clean_env: bool = False,
@@ -63,6 +66,7 @@ class WorkerClient:
         self.log_path = log_path
         self.candidate_upstream = candidate_upstream
         self.proc: subprocess.Popen[bytes] | None = None
+        self.output: CappedLog | None = None
         self.sock: socket.socket | None = None
         self.request_s = 0.0
         """Seconds spent in requests, from sending to the whole answer received."""
@@ -114,17 +118,18 @@ class WorkerClient:
             str(self.threads),
             self.candidate_upstream or "-",
         ]
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                env=env,
-                pass_fds=(child.fileno(),),
-                start_new_session=True,
-                preexec_fn=limit_memory,
-            )
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            pass_fds=(child.fileno(),),
+            start_new_session=True,
+            preexec_fn=limit_memory,
+        )
+        assert self.proc.stdout is not None
+        self.output = CappedLog(self.proc.stdout)
         child.close()
         self.sock = parent
         header, _ = self._receive(time.monotonic() + STARTUP_TIMEOUT_S, "starting")
@@ -193,11 +198,10 @@ class WorkerClient:
 
     def log_tail(self, lines: int = 2) -> str:
         """The last lines the worker printed, on one line."""
-        try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
+        if self.output is None:
             return ""
-        return one_line(" | ".join(text[-lines:]), 200)
+        self.output.join(2.0)
+        return one_line(" | ".join(self.output.tail_lines(lines)), 200)
 
     def kill(self) -> None:
         """Kill the worker's whole process group."""
@@ -220,3 +224,16 @@ class WorkerClient:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        self._keep_output()
+
+    def _keep_output(self) -> None:
+        """Append the exited worker's capped output to ``log_path`` (when asked to keep it)."""
+        if self.output is None:
+            return
+        self.output.join(2.0)
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "a") as log:
+                log.write(f"== worker pid {self.proc.pid if self.proc else '?'} ==\n")
+                log.write(self.output.text() + "\n")
+        self.output = None
