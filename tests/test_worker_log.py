@@ -42,3 +42,19 @@ def test_the_worker_log_is_kept_only_when_asked(tmp_path):
                          keep_worker_log=keep))
     assert keep.is_file() and keep.read_text().startswith("== worker pid ")
     assert keep.with_name("worker.upstreams.log").is_file()
+
+
+def test_a_build_says_it_started_ticks_while_compiling_and_says_how_it_ended(tmp_path,
+                                                                             monkeypatch):
+    from evals.harness import runner
+
+    monkeypatch.setattr(runner, "BUILD_TICK_S", 0.2)
+    kernel = tmp_path / "mine.cpp"
+    kernel.write_text(START_CPU.read_text() + "\n// unique: build progress test\n")
+    heard = []
+    evaluate(RunSettings("check", "cpu_attention", kernel, suite="smoke",
+                         scenario_ids=("smoke-bf16-d64-s96-h4k2-causal",),
+                         cache_dir=tmp_path / "cache"), notify=heard.append)
+    assert heard[0] == "building mine.cpp for cpu_attention"
+    assert any(h.startswith("building mine.cpp: ") and h.endswith(" s") for h in heard)
+    assert any(h.startswith("built mine.cpp (") for h in heard)

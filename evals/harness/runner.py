@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import secrets
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -142,7 +143,7 @@ def evaluate(
         outcome = tampered.reason if tampered else "passed" if hashes else "no hash list here"
         verdict.checks["install"] = outcome
     with tempfile.TemporaryDirectory(prefix="kernelseek-build-") as private_cache:
-        built = None if rejected else _build(target, settings, Path(private_cache))
+        built = None if rejected else _build(target, settings, Path(private_cache), notify)
         _finish(verdict, target, settings, suite, built, rejected, (progress, notify))
     verdict.timing["wall_s"] = time.monotonic() - start
     return verdict
@@ -189,13 +190,41 @@ def _finish(
     }
 
 
-def _build(target: Target, settings: RunSettings, private_cache: Path) -> BuildResult | None:
-    """Build the candidate; ``score`` builds afresh in a private cache with a clean environment."""
+BUILD_TICK_S = 5.0
+"""Seconds between the progress lines of a build."""
+
+
+def _build(
+    target: Target, settings: RunSettings, private_cache: Path, notify: Notify | None
+) -> BuildResult | None:
+    """Build the candidate; ``score`` builds afresh in a private cache with a clean environment.
+
+    ``notify`` hears when the build starts, every :data:`BUILD_TICK_S` while it compiles,
+    and how it ended.
+    """
     if settings.kernel is None:
         return None
     scoring = settings.command == "score"
     cache = settings.cache_dir or (private_cache if scoring else None)
-    return build(target, settings.kernel, cache_dir=cache, clean_env=scoring)
+    name = settings.kernel.name
+    done = threading.Event()
+    start = time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(BUILD_TICK_S) and notify is not None:
+            notify(f"building {name}: {time.monotonic() - start:.0f} s")
+
+    if notify is not None:
+        notify(f"building {name} for {target.name}")
+        threading.Thread(target=tick, daemon=True).start()
+    try:
+        result = build(target, settings.kernel, cache_dir=cache, clean_env=scoring)
+    finally:
+        done.set()
+    if notify is not None:
+        how = "cached" if result.cached else f"{result.seconds:.1f} s"
+        notify(f"built {name} ({how})" if result.library else f"build failed ({how})")
+    return result
 
 
 def _static_checks(
