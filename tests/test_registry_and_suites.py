@@ -1,4 +1,5 @@
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,21 @@ def test_cpu_suites_cover_the_required_grid():
     assert {s.head_dim for s in shapes} == {64, 128}
     assert {s.causal for s in shapes} == {True, False}
     assert any(s.heads_kv < s.heads_q for s in shapes)
-    assert min(s.seqlen_q for s in shapes) == 128 and max(s.seqlen_q for s in shapes) == 1024
+    assert min(s.seqlen_q for s in shapes) == 1 and max(s.seqlen_q for s in shapes) == 1024
+
+
+@pytest.mark.parametrize("suite", ["smoke", "dev", "full"])
+def test_cpu_suites_test_every_contract_clause(suite):
+    # kernels wrong only off the common path (top-left causal, a default scale, tile-sized
+    # lengths, no max subtraction) must fail every suite, the smoke suite included
+    shapes = [AttentionShape.from_params(s.params) for s in
+              get_target("cpu_attention").load_suite(suite).scenarios]
+    assert any(s.causal and s.seqlen_q < s.seqlen_k for s in shapes)
+    assert any(s.seqlen_q == 1 for s in shapes)
+    assert any(s.seqlen_q % 2 and s.seqlen_k % 2 and s.seqlen_k > 32 for s in shapes)
+    assert any(s.softmax_scale != 1 / math.sqrt(s.head_dim) for s in shapes)
+    # scores of 4 standard deviations overflow float32 exp (88.7) without max subtraction
+    assert any(4 * s.qk_std**2 * math.sqrt(s.head_dim) * s.softmax_scale > 88.7 for s in shapes)
 
 
 def test_unknown_suite_is_rejected_with_known_names():
@@ -69,3 +84,15 @@ def test_attention_shape_rejects_bad_params():
     for change in ({"heads_kv": 3}, {"dtype": "int8"}, {"extra": 1}):
         with pytest.raises(ValueError):
             AttentionShape.from_params({**base, **change})
+
+
+def test_cpu_inputs_follow_the_scenario_scale_and_magnitude():
+    target = get_target("cpu_attention")
+    sc = next(s for s in target.load_suite("smoke").scenarios if "std8" in s.id)
+    inputs = target.make_inputs(sc, seed=5)
+    assert 7.0 < float(inputs["q"].std()) < 9.0 and 7.0 < float(inputs["k"].std()) < 9.0
+    assert 0.8 < float(inputs["v"].std()) < 1.2
+    target.refill_query(sc, inputs, seed=6)  # fresh queries keep the scenario's magnitude
+    assert 7.0 < float(inputs["q"].std()) < 9.0
+    scaled = next(s for s in target.load_suite("smoke").scenarios if "scale0.3" in s.id)
+    assert target.make_inputs(scaled, seed=5)["softmax_scale"] == 0.3

@@ -34,6 +34,9 @@ class AttentionShape:
         head_dim: Head dimension.
         causal: Bottom-right aligned causal mask.
         dtype: Input and output dtype name (a key of :data:`DTYPES`).
+        scale: ``softmax_scale`` passed to the kernel; None means ``1 / sqrt(head_dim)``.
+        qk_std: Standard deviation of q and k (v is always standard normal). Large values make
+            scores that overflow ``exp`` unless the row maximum is subtracted first.
 
     """
 
@@ -45,15 +48,21 @@ class AttentionShape:
     head_dim: int
     causal: bool
     dtype: str
+    scale: float | None = None
+    qk_std: float = 1.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> AttentionShape:
         """Build from scenario parameters, validating them."""
-        known = set(cls.__dataclass_fields__)
-        extra = set(params) - known
+        fields = cls.__dataclass_fields__
+        extra = set(params) - set(fields)
         if extra:
             raise ValueError(f"unknown scenario parameters: {sorted(extra)}")
-        shape = cls(**{k: params[k] for k in known})
+        optional = {"scale", "qk_std"}
+        missing = set(fields) - optional - set(params)
+        if missing:
+            raise ValueError(f"missing scenario parameters: {sorted(missing)}")
+        shape = cls(**dict(params))
         if shape.dtype not in DTYPES:
             raise ValueError(f"unknown dtype {shape.dtype!r}")
         if shape.heads_q % shape.heads_kv:
@@ -67,8 +76,8 @@ class AttentionShape:
 
     @property
     def softmax_scale(self) -> float:
-        """``1 / sqrt(head_dim)``."""
-        return 1.0 / math.sqrt(self.head_dim)
+        """The scenario's ``scale``, or ``1 / sqrt(head_dim)`` when it sets none."""
+        return 1.0 / math.sqrt(self.head_dim) if self.scale is None else float(self.scale)
 
 
 def attended_pairs(seqlen_q: int, seqlen_k: int, causal: bool) -> int:

@@ -16,9 +16,10 @@ from inspect_ai import Task, task
 from evals.bench import TaskSettings, kernel_task
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 4  # 2: symbols read from the candidate's objects; dispatcher lookups forbidden;
+TASK_VERSION = 5  # 2: symbols read from the candidate's objects; dispatcher lookups forbidden;
 # 3: a fresh q before every timed call (a cache keyed on input contents gained 9x);
 # 4: unconverged timing re-timed once; one harness run at a time per device (a lock)
+# 5: suites add seqlen_q != seqlen_k, lengths 1 and primes, non-default scales, large q/k
 TARGET = "cpu_attention"
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -131,27 +131,29 @@ class CpuAttention(Target):
         return AttentionShape.from_params(scenario.params)
 
     def make_inputs(self, scenario: Scenario, seed: int) -> Inputs:
-        """Standard-normal q, k, v in the scenario dtype, from a seeded CPU generator."""
+        """Normal q, k (std ``qk_std``) and standard-normal v in the scenario dtype, seeded."""
         s = self.shape(scenario)
         gen = torch.Generator().manual_seed(seed)
 
-        def randn(seqlen: int, heads: int) -> torch.Tensor:
+        def randn(seqlen: int, heads: int, std: float) -> torch.Tensor:
             shape = (s.batch, seqlen, heads, s.head_dim)
-            return torch.randn(shape, generator=gen, dtype=torch.float32).to(s.torch_dtype)
+            values = torch.randn(shape, generator=gen, dtype=torch.float32)
+            return values.mul_(std).to(s.torch_dtype)
 
         return {
-            "q": randn(s.seqlen_q, s.heads_q),
-            "k": randn(s.seqlen_k, s.heads_kv),
-            "v": randn(s.seqlen_k, s.heads_kv),
+            "q": randn(s.seqlen_q, s.heads_q, s.qk_std),
+            "k": randn(s.seqlen_k, s.heads_kv, s.qk_std),
+            "v": randn(s.seqlen_k, s.heads_kv, 1.0),
             "causal": s.causal,
             "softmax_scale": s.softmax_scale,
         }
 
     def refill_query(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
-        """Standard-normal q from ``seed``, written into the existing q (same buffer)."""
+        """Normal q (std ``qk_std``) from ``seed``, written into the existing q (same buffer)."""
         q = inputs["q"]
         gen = torch.Generator().manual_seed(seed)
-        q.copy_(torch.randn(q.shape, generator=gen, dtype=torch.float32))
+        values = torch.randn(q.shape, generator=gen, dtype=torch.float32)
+        q.copy_(values.mul_(self.shape(scenario).qk_std))
 
     def expected_output(self, scenario: Scenario) -> OutputSpec:
         """Same shape and dtype as q, on the CPU."""
