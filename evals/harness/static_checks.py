@@ -1,9 +1,14 @@
-"""Static checks of a candidate: includes, linked symbols and torch operators.
+"""Static checks of a candidate: includes, linked symbols, torch operators, system calls.
 
-Includes are checked against an allow-list; the undefined symbols of the candidate's compiled
-objects against forbidden patterns (Python C-API, dynamic loading, file, socket and environment
-access, process and thread creation, CUDA streams and graphs, L2 persistence, vendor
-libraries); its torch operators against the allocation-only allow-list.
+Before the build, the source's literal includes are checked against an allow-list. After it,
+the candidate's objects are judged: the headers its compile command really includes (the
+preprocessor's own list, :mod:`evals.harness.include_scan`) against the same allow-list; its
+undefined symbols against forbidden patterns (Python C-API, dynamic loading, file, socket and
+environment access, process and thread creation, CUDA streams and graphs, L2 persistence,
+vendor libraries) and its torch operators against the allocation-only allow-list; its
+disassembly for raw system-call instructions; and every symbol it adds to a trivial kernel's
+(:mod:`evals.harness.symbol_baseline`) against the target's symbol allow-list
+(:mod:`evals.harness.symbol_rules`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from evals.harness import include_scan, symbol_baseline, syscalls
+from evals.harness.compile_command import read_compile_command
 from evals.harness.failures import Code, Failure
+from evals.harness.symbol_rules import first_unallowed
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
 _ATEN_OP = re.compile(r"\bat::_ops::([A-Za-z0-9_]+)::")
@@ -120,20 +128,31 @@ class SourcePolicy:
         forbidden_symbols: (regex, description) applied to demangled undefined symbols.
         allowed_torch_ops: ``at::_ops`` operator names the candidate may call.
         check_symbols: Whether to check the undefined symbols of the candidate's objects.
+        trivial_kernel: The target's trivial kernel (its undefined symbols are allowed), or None
+            to skip the checks that rerun the compile command (preprocessor includes, symbols
+            added to the trivial kernel's); the system-call scan runs either way.
+        allowed_symbols: Regexes on the qualified names of symbols a candidate may add to the
+            trivial kernel's (:mod:`evals.harness.symbol_rules`).
     """
 
     allowed_includes: tuple[str, ...]
     forbidden_symbols: tuple[tuple[str, str], ...] = COMMON_FORBIDDEN_SYMBOLS
     allowed_torch_ops: frozenset[str] = ALLOCATION_OPS
     check_symbols: bool = True
+    trivial_kernel: Path | None = None
+    allowed_symbols: tuple[str, ...] = ()
 
 
 def check_includes(source: str, policy: SourcePolicy) -> Failure | None:
-    """The first include that no pattern of the policy allows, as a failure."""
+    """The first literal include that no pattern of the policy allows, as a failure."""
+    return _first_forbidden_header(_INCLUDE.findall(source), policy, "")
+
+
+def _first_forbidden_header(headers: list[str], policy: SourcePolicy, how: str) -> Failure | None:
     allowed = [re.compile(p) for p in policy.allowed_includes]
-    for header in _INCLUDE.findall(source):
+    for header in headers:
         if not any(p.fullmatch(header) for p in allowed):
-            reason = f"forbidden include <{header}> (see the contract's allowed headers)"
+            reason = f"forbidden include <{header}>{how} (see the contract's allowed headers)"
             return Failure(Code.FORBIDDEN_INCLUDE, reason)
     return None
 
@@ -168,7 +187,7 @@ def undefined_symbols(binary: Path) -> list[str]:
 
 
 def check_symbols(library: Path, policy: SourcePolicy) -> tuple[Failure | None, str]:
-    """Forbidden symbols or torch compute operators referenced by the candidate's objects.
+    """Everything judged on the candidate's build: includes, symbols, operators, system calls.
 
     Returns:
         The first violation (or None) and a one-line finding for the verdict.
@@ -176,17 +195,77 @@ def check_symbols(library: Path, policy: SourcePolicy) -> tuple[Failure | None, 
     binaries = candidate_objects(library) or [library]
     try:
         symbols = sorted({s for b in binaries for s in undefined_symbols(b)})
-    except (OSError, subprocess.SubprocessError) as exc:
-        reason = f"cannot list the candidate's symbols: {exc}"
+        headers = _preprocessed_headers(library, policy)
+        raw = [f"{b.name}: {ins}" for b in binaries for ins in syscalls.syscall_instructions(b)]
+        added = _added_symbols(library, policy, symbols)
+    except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
+        reason = f"cannot check the candidate's build: {exc}"
         return Failure(Code.FORBIDDEN_SYMBOL, reason), "failed"
+    failure = (
+        _first_forbidden_header(headers or [], policy, " (the preprocessor's list)")
+        or _denied_symbol(symbols, policy)
+        or _raw_syscall(raw)
+        or _unallowed_symbol(added, policy)
+    )
+    if failure is not None:
+        return failure, "failed"
+    names = ", ".join(b.name for b in binaries)
+    finding = f"passed: {len(symbols)} undefined symbols of {names} checked"
+    if added is not None:
+        finding += f", {len(added)} beyond the trivial kernel's, all allowed"
+    if headers is not None:
+        finding += f"; {len(headers)} headers included (preprocessor), all allowed"
+    return None, finding + "; no system-call instructions"
+
+
+def _preprocessed_headers(library: Path, policy: SourcePolicy) -> list[str] | None:
+    """The candidate's direct includes as its preprocessor saw them, or None when not checked."""
+    if policy.trivial_kernel is None:
+        return None
+    cmd = read_compile_command(library.parent)
+    if cmd is None:
+        raise RuntimeError(f"no compile command in {library.parent / 'build.ninja'}")
+    return include_scan.included_headers(cmd)
+
+
+def _added_symbols(library: Path, policy: SourcePolicy, symbols: list[str]) -> list[str] | None:
+    """The candidate's undefined symbols that the trivial kernel's build lacks, or None."""
+    if policy.trivial_kernel is None:
+        return None
+    cmd = read_compile_command(library.parent)
+    if cmd is None:
+        raise RuntimeError(f"no compile command in {library.parent / 'build.ninja'}")
+    cache_root = library.parent.parent.parent  # <cache>/<key>/build/<library>
+    base = symbol_baseline.baseline_symbols(
+        cmd, policy.trivial_kernel, cache_root, undefined_symbols
+    )
+    return [s for s in symbols if s not in base]
+
+
+def _denied_symbol(symbols: list[str], policy: SourcePolicy) -> Failure | None:
     rules = [(re.compile(p), what) for p, what in policy.forbidden_symbols]
     for sym in symbols:
         for rule, what in rules:
             if rule.search(sym):
-                return Failure(Code.FORBIDDEN_SYMBOL, f"uses {what}: {sym}"), "failed"
+                return Failure(Code.FORBIDDEN_SYMBOL, f"uses {what}: {sym}")
         for op in _ATEN_OP.findall(sym):
             if not allowed_op(op, policy.allowed_torch_ops):
-                reason = f"calls the torch compute operator {op}"
-                return Failure(Code.FORBIDDEN_SYMBOL, reason), "failed"
-    names = ", ".join(b.name for b in binaries)
-    return None, f"passed: {len(symbols)} undefined symbols of {names} checked"
+                return Failure(Code.FORBIDDEN_SYMBOL, f"calls the torch compute operator {op}")
+    return None
+
+
+def _raw_syscall(found: list[str]) -> Failure | None:
+    if not found:
+        return None
+    reason = f"makes raw system calls (inline assembly): {found[0]}"
+    return Failure(Code.FORBIDDEN_SYMBOL, reason)
+
+
+def _unallowed_symbol(added: list[str] | None, policy: SourcePolicy) -> Failure | None:
+    if added is None:
+        return None
+    sym = first_unallowed(added, policy.allowed_symbols)
+    if sym is None:
+        return None
+    reason = f"uses a symbol outside the target's allow-list: {sym}"
+    return Failure(Code.FORBIDDEN_SYMBOL, reason)

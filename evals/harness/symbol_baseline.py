@@ -1,0 +1,89 @@
+"""What a candidate adds to the undefined symbols of a trivial kernel of its target.
+
+Each target ships a trivial kernel (``evals/harness/trivial/<target><suffix>``): the contract's
+registration and an allocation (and, on the GPU, one launch). Compiled with the candidate's
+own compile command, its undefined symbols are what any candidate needs (torch's operator
+registration, allocator and error machinery for this torch and compiler); the symbol check
+then judges only what the candidate adds, against the allow-list of its target. The
+baseline's symbol list is cached beside the candidate's builds, keyed by the command and the
+trivial source, so each toolchain and target compiles it once (``score`` builds in a private
+cache, so it compiles its own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from evals.harness.compile_command import CompileCommand
+
+TRIVIAL_DIR = Path(__file__).resolve().parent / "trivial"
+_TIMEOUT_S = 600.0
+
+
+class BaselineError(RuntimeError):
+    """The trivial kernel could not be compiled or its symbols not listed."""
+
+
+def trivial_source(target: str, suffix: str) -> Path:
+    """The trivial kernel of ``target``."""
+    return TRIVIAL_DIR / f"{target}{suffix}"
+
+
+def baseline_symbols(
+    cmd: CompileCommand, trivial: Path, cache_root: Path, lister: Callable[[Path], list[str]]
+) -> frozenset[str]:
+    """Undefined symbols of ``trivial`` compiled with ``cmd``, cached under ``cache_root``.
+
+    Args:
+        cmd: The candidate's compile command.
+        trivial: The target's trivial kernel.
+        cache_root: The build cache holding the candidate's build.
+        lister: ``undefined_symbols(path) -> list[str]`` (the symbol check's own lister).
+
+    Raises:
+        BaselineError: The trivial kernel did not compile.
+    """
+    source = trivial.read_bytes()
+    key = hashlib.sha256(cmd.identity().encode() + b"\0" + source).hexdigest()[:24]
+    root = cache_root / f"baseline-{key}"
+    record = root / "symbols.json"
+    with _locked(root.with_suffix(".lock")):
+        if record.is_file():
+            return frozenset(json.loads(record.read_text()))
+        root.mkdir(parents=True, exist_ok=True)
+        src = root / f"trivial{trivial.suffix}"
+        src.write_bytes(source)
+        obj = root / "trivial.o"
+        try:
+            proc = subprocess.run(
+                cmd.compile_argv(src, obj),
+                capture_output=True,
+                text=True,
+                timeout=_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise BaselineError(f"cannot compile the trivial kernel: {exc}") from exc
+        if proc.returncode != 0 or not obj.is_file():
+            tail = " ".join((proc.stdout + proc.stderr).split()[-40:])
+            raise BaselineError(f"the trivial kernel did not compile: {tail}")
+        symbols = sorted(set(lister(obj)))
+        record.write_text(json.dumps(symbols))
+        return frozenset(symbols)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
