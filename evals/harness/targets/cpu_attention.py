@@ -21,6 +21,8 @@ from evals.harness.attention import (
     causal_mask,
     reference_attention,
 )
+from evals.harness.cpu_ceilings import measure_cpu_ceilings
+from evals.harness.gpu import Ceilings
 from evals.harness.scenarios import Scenario
 from evals.harness.static_checks import (
     COMMON_FORBIDDEN_SYMBOLS,
@@ -29,6 +31,8 @@ from evals.harness.static_checks import (
     TORCH_HEADERS,
     SourcePolicy,
 )
+from evals.harness.symbol_baseline import trivial_source
+from evals.harness.symbol_rules import COMMON_ALLOWED_SYMBOLS, OPENMP_ALLOWED_SYMBOLS
 from evals.harness.targets.base import (
     AccuracyRule,
     BuildSpec,
@@ -123,6 +127,8 @@ class CpuAttention(Target):
                 ),
                 # no GPU trace check here: ops reached through the dispatcher are caught by name
                 forbidden_symbols=COMMON_FORBIDDEN_SYMBOLS + DISPATCHER_SYMBOLS,
+                trivial_kernel=trivial_source("cpu_attention", ".cpp"),
+                allowed_symbols=COMMON_ALLOWED_SYMBOLS + OPENMP_ALLOWED_SYMBOLS,
             ),
         )
 
@@ -193,6 +199,17 @@ class CpuAttention(Target):
     def timer(self) -> Timer:
         """``perf_counter_ns`` around each synchronous call."""
         return PerfCounterTimer()
+
+    def measure_ceilings(self) -> Ceilings:
+        """Matmul and copy ceilings of this CPU with the worker's thread count, measured now."""
+        return measure_cpu_ceilings(self.limits.threads)
+
+    def floor_us(self, scenario: Scenario, ceilings: Ceilings) -> float:
+        """The least plausible time: the scenario's FLOPs at the headroom-raised matmul rate.
+
+        No bytes term: k and v stay cache-resident across timed calls (see ``cpu_ceilings``).
+        """
+        return ceilings.floor_us(self.work(scenario).flops, 0.0)
 
     def describe_device(self) -> dict[str, Any]:
         """CPU model and the CPUs this process may run on."""
