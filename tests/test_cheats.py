@@ -3,7 +3,7 @@ honest kernel passes. Each cheat file names its hack and the defence that must c
 
 import pytest
 
-from evals.harness import Code, RunSettings, evaluate
+from evals.harness import Code, RunSettings, evaluate, get_target
 from evals.harness.verdict import geomean
 from tests.helpers import CPU_KERNELS, ROOT, START_CPU
 
@@ -29,6 +29,19 @@ CASES = [
     ("python_timer_patch.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "Python C-API"),
     ("torch_op.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "torch compute operator"),
     ("dispatcher_op.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "through the dispatcher"),
+    # integrity II (A): allow-lists where deny-lists missed ways in
+    ("composite_op.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL,
+     "outside the target's allow-list: at::compositeimplicitautograd::"),
+    ("thread_via_at_launch.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL,
+     "outside the target's allow-list: at::launch"),
+    ("raw_syscall.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "raw system calls"),
+    ("include_by_macro.cpp", "check", "smoke", Code.FORBIDDEN_INCLUDE,
+     "<fstream> (the preprocessor's list)"),
+    # integrity II (C): contract clauses the suites never tested
+    ("top_left_causal.cpp", "check", "smoke", Code.INACCURATE, "exceeds tolerance"),
+    ("default_scale.cpp", "check", "smoke", Code.INACCURATE, "exceeds tolerance"),
+    ("tile_tail_dropped.cpp", "check", "smoke", Code.INACCURATE, "exceeds tolerance"),
+    ("no_max_subtraction.cpp", "check", "smoke", Code.NAN_INF, "NaN or Inf"),
 ]
 
 
@@ -93,14 +106,42 @@ def test_honest_kernels_pass_every_check(kernel):
     assert symbols.startswith("passed: ") and "candidate.o" in symbols
     assert doc["checks"]["trace"].startswith("skipped: CPU target")
     for sc in doc["scenarios"]:  # every defence that ran on a scenario says what it found
-        assert set(sc["checks"]) == {"verification", "anti_caching", "races", "timed_outputs"}
+        assert set(sc["checks"]) == {"verification", "anti_caching", "races", "timed_outputs",
+                                     "roofline"}
         assert all(v.startswith("passed") for v in sc["checks"].values()), sc["checks"]
 
 
-def test_dispatcher_cheat_is_real_attention_that_only_the_dispatcher_rule_catches(monkeypatch):
+def test_dispatcher_cheat_is_real_attention_that_only_the_symbol_rules_catch(monkeypatch):
     import evals.harness.targets.cpu_attention as cpu
 
-    monkeypatch.setattr(cpu, "DISPATCHER_SYMBOLS", ())
+    monkeypatch.setattr(cpu, "DISPATCHER_SYMBOLS", ())  # the deny rule off: the allow-list
     verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "dispatcher_op.cpp",
                                    suite="smoke"))
+    assert verdict.failure is not None and verdict.failure.code == Code.FORBIDDEN_SYMBOL
+    assert "outside the target's allow-list" in verdict.failure.reason  # the call inlines
+    monkeypatch.setattr(cpu, "OPENMP_ALLOWED_SYMBOLS", (r".*",))  # and the allow-list off
+    verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "dispatcher_op.cpp",
+                                   suite="smoke"))
+    assert verdict.status == "ok", [r.failure for r in verdict.results]
+
+
+def test_composite_op_cheat_is_real_attention_that_only_the_allow_list_catches(monkeypatch):
+    # a deny-list naming at::_ops and the dispatcher let this through: it is torch's SDPA
+    import evals.harness.targets.cpu_attention as cpu
+
+    monkeypatch.setattr(cpu, "OPENMP_ALLOWED_SYMBOLS", (r".*",))
+    verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "composite_op.cpp",
+                                   suite="smoke"))
+    assert verdict.status == "ok", [r.failure for r in verdict.results]
+
+
+@pytest.mark.parametrize("kernel", ["top_left_causal.cpp", "default_scale.cpp",
+                                    "tile_tail_dropped.cpp", "no_max_subtraction.cpp"])
+def test_contract_clause_cheats_pass_the_scenarios_they_are_right_on(kernel):
+    # each is right on every scenario the suites held before integrity II: only the new
+    # scenarios (the last three of smoke) catch it
+    target = get_target("cpu_attention")
+    old = [s.id for s in target.load_suite("smoke").scenarios[:2]]
+    verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / kernel, suite="smoke",
+                                   scenario_ids=tuple(old)))
     assert verdict.status == "ok", [r.failure for r in verdict.results]

@@ -20,6 +20,7 @@ TASK_VERSION = 5  # 2: symbols read from the candidate's objects; dispatcher loo
 # 3: a fresh q before every timed call (a cache keyed on input contents gained 9x);
 # 4: unconverged timing re-timed once; one harness run at a time per device (a lock)
 # 5: suites add seqlen_q != seqlen_k, lengths 1 and primes, non-default scales, large q/k
+# symbol allow-list, preprocessor includes, no raw syscalls; a roofline floor (10x matmul)
 TARGET = "cpu_attention"
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,8 +12,9 @@
 
 namespace {
 // Correct attention (the cheat lives in attention_forward below). T: float or BFloat16; U: the
-// type intermediate values are rounded to (float, or BFloat16 for a precision downgrade).
-template <typename T, typename U = float>
+// type intermediate values are rounded to (float, or BFloat16 for a precision downgrade);
+// Stable: subtract each row's maximum score before exp (false overflows on large scores).
+template <typename T, typename U = float, bool Stable = true>
 void attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& out,
             bool causal, float scale) {
   const int64_t B = q.size(0), SQ = q.size(1), HQ = q.size(2), D = q.size(3);
@@ -30,7 +31,7 @@ void attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::T
         d += float(U(float(qp[((b * SQ + i) * HQ + h) * D + x]) * float(kp[((b * SK + j) * HK + h / G) * D + x])));
       s[j] = float(U(d * scale)); m = std::max(m, s[j]);
     }
-    for (int64_t j = 0; j < n; ++j) { s[j] = std::exp(s[j] - m); l += s[j]; }
+    for (int64_t j = 0; j < n; ++j) { s[j] = std::exp(Stable ? s[j] - m : s[j]); l += s[j]; }
     for (int64_t x = 0; x < D; ++x) {
       float acc = 0.f;
       for (int64_t j = 0; j < n; ++j) acc += s[j] * float(vp[((b * SK + j) * HK + h / G) * D + x]);
@@ -39,11 +40,11 @@ void attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::T
   }
 }
 
-template <typename U = float>
+template <typename U = float, bool Stable = true>
 at::Tensor compute(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
   at::Tensor out = at::empty_like(q);
-  if (q.scalar_type() == at::kFloat) attend<float, U>(q, k, v, out, causal, float(scale));
-  else attend<c10::BFloat16, U>(q, k, v, out, causal, float(scale));
+  if (q.scalar_type() == at::kFloat) attend<float, U, Stable>(q, k, v, out, causal, float(scale));
+  else attend<c10::BFloat16, U, Stable>(q, k, v, out, causal, float(scale));
   return out;
 }
 }  // namespace

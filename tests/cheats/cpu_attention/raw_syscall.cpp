@@ -1,0 +1,68 @@
+// Cheat: reads precomputed answers from a file through raw system calls in inline assembly, which leave no undefined symbol.
+// Caught by: disassembly of the candidate's objects: no system-call instructions (FORBIDDEN_SYMBOL).
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
+#include <c10/util/BFloat16.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+// open, read and close through the kernel directly: no library call, no undefined symbol
+static long raw_syscall(long n, long a, long b, long c) {
+  long r;
+  asm volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+  return r;
+}
+
+namespace {
+// Correct attention (the cheat lives in attention_forward below). T: float or BFloat16; U: the
+// type intermediate values are rounded to (float, or BFloat16 for a precision downgrade);
+// Stable: subtract each row's maximum score before exp (false overflows on large scores).
+template <typename T, typename U = float, bool Stable = true>
+void attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& out,
+            bool causal, float scale) {
+  const int64_t B = q.size(0), SQ = q.size(1), HQ = q.size(2), D = q.size(3);
+  const int64_t SK = k.size(1), HK = k.size(2), G = HQ / HK;
+  const T* qp = q.data_ptr<T>(); const T* kp = k.data_ptr<T>(); const T* vp = v.data_ptr<T>();
+  T* op = out.data_ptr<T>();
+  std::vector<float> s(SK);
+  for (int64_t b = 0; b < B; ++b) for (int64_t h = 0; h < HQ; ++h) for (int64_t i = 0; i < SQ; ++i) {
+    const int64_t n = causal ? std::min<int64_t>(SK, std::max<int64_t>(0, i + SK - SQ + 1)) : SK;
+    float m = -INFINITY, l = 0.f;
+    for (int64_t j = 0; j < n; ++j) {
+      float d = 0.f;
+      for (int64_t x = 0; x < D; ++x)
+        d += float(U(float(qp[((b * SQ + i) * HQ + h) * D + x]) * float(kp[((b * SK + j) * HK + h / G) * D + x])));
+      s[j] = float(U(d * scale)); m = std::max(m, s[j]);
+    }
+    for (int64_t j = 0; j < n; ++j) { s[j] = std::exp(Stable ? s[j] - m : s[j]); l += s[j]; }
+    for (int64_t x = 0; x < D; ++x) {
+      float acc = 0.f;
+      for (int64_t j = 0; j < n; ++j) acc += s[j] * float(vp[((b * SK + j) * HK + h / G) * D + x]);
+      op[((b * SQ + i) * HQ + h) * D + x] = T(n ? acc / l : 0.f);
+    }
+  }
+}
+
+template <typename U = float, bool Stable = true>
+at::Tensor compute(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
+  at::Tensor out = at::empty_like(q);
+  if (q.scalar_type() == at::kFloat) attend<float, U, Stable>(q, k, v, out, causal, float(scale));
+  else attend<c10::BFloat16, U, Stable>(q, k, v, out, causal, float(scale));
+  return out;
+}
+}  // namespace
+
+at::Tensor attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
+  static const char path[] = "/tmp/answers.bin";
+  long fd = raw_syscall(2 /* open */, long(path), 0, 0);
+  if (fd >= 0) raw_syscall(3 /* close */, fd, 0, 0);
+  return compute(q, k, v, causal, scale);
+}
+
+TORCH_LIBRARY(kernelseek, m) {
+  m.def("attention_forward(Tensor q, Tensor k, Tensor v, bool causal, float softmax_scale) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(kernelseek, CPU, m) { m.impl("attention_forward", &attention_forward); }
