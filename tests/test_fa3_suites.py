@@ -22,19 +22,24 @@ def target():
 
 def test_dev_and_full_suites(target):
     dev, full = target.load_suite("dev"), target.load_suite("full")
-    assert len(dev.scenarios) == 26 and len(full.scenarios) == 182
-    assert len(set(full.ids)) == 182
+    # the study's 26 and 182, then the contract scenarios of integrity II
+    assert len(dev.scenarios) == 26 + 6 and len(full.scenarios) == 182 + 12
+    assert len(set(full.ids)) == 194
     assert set(dev.ids) <= set(full.ids)
     # dev scenarios are identical in both files
     by_id = {s.id: s for s in full.scenarios}
     assert all(dict(by_id[s.id].params) == dict(s.params) for s in dev.scenarios)
     cats = collections.Counter(s.params["category"] for s in full.scenarios)
     assert cats == {"prefill": 60, "gqa": 12, "fp8": 18, "varlen": 6, "decode": 40,
-                    "ragged": 6, "fp8decode": 4, "spec": 24, "chunk": 8, "long": 4}
+                    "ragged": 6, "fp8decode": 4, "spec": 24, "chunk": 8, "long": 4,
+                    "contract": 12}
+    assert [s.params["category"] for s in dev.scenarios[26:]] == ["contract"] * 6
 
 
 def test_dev_suite_matches_the_specified_26(target):
-    ps = [Fa3Params.from_params(s.params) for s in target.load_suite("dev").scenarios]
+    study = [s for s in target.load_suite("dev").scenarios if s.params["category"] != "contract"]
+    ps = [Fa3Params.from_params(s.params) for s in study]
+    assert len(ps) == 26
     prefill = [p for p in ps if p.kind == "prefill" and p.dtype == "bfloat16"]
     assert len(prefill) == 14
     for p in prefill:

@@ -7,7 +7,7 @@ returning an input or a cached result is how result-reuse hacks look from outsid
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -62,17 +62,46 @@ def _checksum(t: torch.Tensor) -> tuple[float, float]:
     return total, weighted
 
 
-class InputGuard:
-    """Remembers inputs before a call, to tell afterwards whether the candidate changed them."""
+MutationCheck = Callable[
+    [str, "torch.Tensor | None", torch.Tensor, Mapping[str, Any]], "str | None"
+]
+"""``check(name, before, after, inputs)``: why the contents ``after`` of the mutable input
+``name`` are not what the contract makes of ``before`` (its clone, or None when too large to
+clone: then only the modified part is checked) and ``inputs``; None when they are."""
 
-    def __init__(self, inputs: Mapping[str, Any], mutable: Iterable[str] = ()) -> None:
-        watched = {k: v for k, v in _tensors(inputs).items() if k not in set(mutable)}
+
+class InputGuard:
+    """Remembers inputs before a call, to tell afterwards whether the candidate changed them.
+
+    Inputs the contract lets the candidate modify are skipped, or, when ``mutable`` maps them
+    to a :data:`MutationCheck`, checked against what the contract says they must become.
+    """
+
+    def __init__(
+        self, inputs: Mapping[str, Any], mutable: Iterable[str] | Mapping[str, MutationCheck] = ()
+    ) -> None:
+        names = set(mutable)
+        watched = {k: v for k, v in _tensors(inputs).items() if k not in names}
         self.exact = input_bytes(watched) <= CLONE_LIMIT_BYTES
         self._before = {k: (t.clone() if self.exact else _checksum(t)) for k, t in watched.items()}
         self._inputs = watched
+        self._all = inputs
+        checks = dict(mutable) if isinstance(mutable, Mapping) else {}
+        tensors = _tensors(inputs)
+        self._checks = {k: c for k, c in checks.items() if k in tensors}
+        small = input_bytes({k: tensors[k] for k in self._checks}) <= CLONE_LIMIT_BYTES
+        self._mutable_before = {k: tensors[k].clone() if small else None for k in self._checks}
 
     def modified(self) -> Failure | None:
-        """The first watched input whose contents changed, as a failure."""
+        """The first watched input whose contents changed, as a failure.
+
+        A mutable input whose contents differ from its check's expectation fails as
+        ``inaccurate`` (the modification is part of the result).
+        """
+        for name, check in self._checks.items():
+            why = check(name, self._mutable_before[name], self._all[name], self._all)
+            if why is not None:
+                return Failure(Code.INACCURATE, f"input {name!r} after the call: {why}")
         for name, t in self._inputs.items():
             before = self._before[name]
             same = (

@@ -17,11 +17,13 @@ from inspect_ai import Task, task
 from evals.bench import TaskSettings, kernel_task
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 5  # 2: symbol and GPU trace checks on; 3: one trace session after all timing;
+TASK_VERSION = 6  # 2: symbol and GPU trace checks on; 3: one trace session after all timing;
 # 4: roofline floors allow 1.25x the measured ceilings (upstreams beat the copy rate);
 # 5: device time (host issue work hidden behind a spin) instead of host-inclusive time:
 # start.cu 0.285x -> 0.179x FA3 on dev; host issue cap; a fresh q before every timed call;
 # unconverged timing re-timed once; one harness run at a time per device (a lock)
+# 6: symbol allow-list, preprocessor includes, no raw syscalls; contract scenarios added to
+# every suite (bottom-right causal, primes, scales, varlen k lengths, fp8 descales, appends)
 TARGET = "fa3_hopper"
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -12,6 +12,7 @@ import torch
 
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.gpu import Ceilings
+from evals.harness.guards import MutationCheck
 from evals.harness.scenarios import Scenario, Suite, load_suite
 from evals.harness.static_checks import SourcePolicy
 from evals.harness.timing import Timer, TimingSettings
@@ -182,8 +183,12 @@ class Target(ABC):
 
         """
 
-    def mutable_inputs(self, scenario: Scenario) -> frozenset[str]:
-        """Inputs the contract lets the candidate modify (e.g. a KV cache it appends to)."""
+    def mutable_inputs(self, scenario: Scenario) -> Collection[str] | Mapping[str, MutationCheck]:
+        """Inputs the contract lets the candidate modify (e.g. a KV cache it appends to).
+
+        A mapping gives, per input, the check of its contents after the call (what the
+        contract says the modification must be); names alone are not checked.
+        """
         return frozenset()
 
     def make_timing_inputs(self, scenario: Scenario, seeds: list[int]) -> list[Inputs]:

@@ -6,7 +6,7 @@ Contract: ``kernels/fa3_hopper/CONTRACT.md``. Suites: 26 dev and 182 full scenar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -19,8 +19,11 @@ from evals.harness.gpu import (
     device_state,
     measure_ceilings,
 )
+from evals.harness.guards import MutationCheck
 from evals.harness.scenarios import Scenario
 from evals.harness.static_checks import STD_HEADERS, TORCH_HEADERS, SourcePolicy
+from evals.harness.symbol_baseline import trivial_source
+from evals.harness.symbol_rules import COMMON_ALLOWED_SYMBOLS, CUDA_ALLOWED_SYMBOLS
 from evals.harness.targets import fa3_problem as problem
 from evals.harness.targets.base import (
     AccuracyRule,
@@ -90,6 +93,8 @@ class Fa3Hopper(Target):
                     r"ATen/cuda/CUDAContext\.h",
                     r"c10/cuda/CUDA(Guard|Stream)\.h",
                 ),
+                trivial_kernel=trivial_source("fa3_hopper", ".cu"),
+                allowed_symbols=COMMON_ALLOWED_SYMBOLS + CUDA_ALLOWED_SYMBOLS,
             ),
         )
 
@@ -101,9 +106,11 @@ class Fa3Hopper(Target):
         """Random inputs on the GPU from a seeded CUDA generator."""
         return problem.make_inputs(self.params(scenario), seed)
 
-    def mutable_inputs(self, scenario: Scenario) -> frozenset[str]:
-        """The KV cache, when new keys and values are appended to it."""
-        return frozenset({"k_cache", "v_cache"}) if self.params(scenario).append else frozenset()
+    def mutable_inputs(self, scenario: Scenario) -> Mapping[str, MutationCheck]:
+        """The KV cache when new keys and values are appended to it, with the append's check."""
+        if not self.params(scenario).append:
+            return {}
+        return {"k_cache": problem.check_append, "v_cache": problem.check_append}
 
     def make_timing_inputs(self, scenario: Scenario, seeds: list[int]) -> list[Inputs]:
         """Timing sets; KV-cache scenarios share one cache (see ``fa3_problem``)."""
@@ -146,14 +153,15 @@ class Fa3Hopper(Target):
         dense = ops.flash_forward
         if "cu_seqlens" in i:
             cu, ms = i["cu_seqlens"], i["max_seqlen"]
+            cu_k, ms_k = i.get("cu_seqlens_k", cu), i.get("max_seqlen_k", ms)
             return lambda: dense(
                 i["q"],
                 i["k"],
                 i["v"],
                 cu,
-                cu,
+                cu_k,
                 ms,
-                ms,
+                ms_k,
                 None,
                 None,
                 None,

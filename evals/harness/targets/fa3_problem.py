@@ -25,7 +25,16 @@ REFERENCE_CHUNK_ELEMENTS = 1 << 27  # float64 scores per reference chunk (1 GiB)
 
 @dataclass(frozen=True)
 class Fa3Params:
-    """Parameters of one fa3_hopper scenario (see ``scripts/make_fa3_suites.py``)."""
+    """Parameters of one fa3_hopper scenario (see ``scripts/make_fa3_suites.py``).
+
+    The last four are optional and exercise contract clauses the original grid never did:
+    ``scale`` (``softmax_scale``; None: ``1 / sqrt(head_dim)``), ``qk_std`` (standard
+    deviation of q and k: large values overflow ``exp`` without max subtraction),
+    ``seqlens_k`` (varlen key lengths when they differ from the query lengths ``seqlens``)
+    and ``descale_spread`` (fp8: each (batch, KV head) group of q, k and v is scaled by
+    ``2 ** u``, ``u`` uniform in ``[-spread, spread]``, before quantising, so the descales
+    differ across batch and heads).
+    """
 
     kind: Literal["prefill", "varlen", "kvcache"]
     category: str
@@ -41,6 +50,10 @@ class Fa3Params:
     cache_len: int = 0
     ragged_min: int | None = None
     append: bool = False
+    scale: float | None = None
+    qk_std: float = 1.0
+    seqlens_k: tuple[int, ...] = ()
+    descale_spread: float = 0.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Fa3Params:
@@ -49,10 +62,18 @@ class Fa3Params:
         extra = set(params) - names
         if extra:
             raise ValueError(f"unknown scenario parameters: {sorted(extra)}")
-        p = cls(**{**params, "seqlens": tuple(params.get("seqlens", ()))})
+        seqlens = {k: tuple(params.get(k, ())) for k in ("seqlens", "seqlens_k")}
+        p = cls(**{**params, **seqlens})
         if p.heads_q % p.heads_kv or p.head_dim not in (64, 96, 128, 192, 256):
             raise ValueError("bad heads or head_dim")
+        if p.seqlens_k and len(p.seqlens_k) != len(p.seqlens):
+            raise ValueError("seqlens_k must give one key length per sequence")
         return p
+
+    @property
+    def key_lengths(self) -> tuple[int, ...]:
+        """Varlen key lengths per sequence (``seqlens_k``, else the query lengths)."""
+        return self.seqlens_k or self.seqlens
 
     @property
     def fp8(self) -> bool:
@@ -61,8 +82,8 @@ class Fa3Params:
 
     @property
     def softmax_scale(self) -> float:
-        """``1 / sqrt(head_dim)``."""
-        return 1.0 / math.sqrt(self.head_dim)
+        """The scenario's ``scale``, or ``1 / sqrt(head_dim)``."""
+        return 1.0 / math.sqrt(self.head_dim) if self.scale is None else float(self.scale)
 
     @property
     def seqlen_new(self) -> int:
@@ -77,10 +98,17 @@ class Fa3Params:
         return float(self.seqlen_k)
 
 
-def _quantize(x: torch.Tensor, heads_kv: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """fp8 e4m3 with a float32 descale per (batch, kv head); x: (b, s, h, d)."""
+def _quantize(
+    x: torch.Tensor, heads_kv: int, magnitude: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp8 e4m3 with a float32 descale per (batch, kv head); x: (b, s, h, d).
+
+    ``magnitude`` (b, heads_kv), when given, scales each group first (distinct descales).
+    """
     h = x.shape[2]
     groups = x.float().reshape(*x.shape[:2], heads_kv, h // heads_kv, x.shape[3])
+    if magnitude is not None:
+        groups = groups * magnitude.float()[:, None, :, None, None]
     amax = groups.abs().amax(dim=(1, 3, 4)).clamp_min(1e-6)  # (b, heads_kv)
     descale = (amax / FP8_MAX).float()
     q8 = (groups / descale[:, None, :, None, None]).to(FP8).flatten(2, 3)
@@ -125,30 +153,33 @@ def make_inputs(
     """Random inputs for one call, deterministic in ``seed`` (standard normal, then dtype)."""
     gen = torch.Generator(device=device).manual_seed(seed)
 
-    def randn(*shape: int) -> torch.Tensor:
-        return torch.randn(shape, generator=gen, device=device, dtype=torch.bfloat16)
+    def randn(*shape: int, std: float = 1.0) -> torch.Tensor:
+        x = torch.randn(shape, generator=gen, device=device, dtype=torch.bfloat16)
+        return x if std == 1.0 else x.float().mul_(std).to(torch.bfloat16)
 
     out: dict[str, Any] = {"causal": p.causal, "softmax_scale": p.softmax_scale}
     if p.kind == "varlen":
-        total = sum(p.seqlens)
-        lens = torch.tensor([0, *p.seqlens], dtype=torch.int64).cumsum(0)
-        out["cu_seqlens"] = lens.to(device=device, dtype=torch.int32)
-        out["max_seqlen"] = max(p.seqlens)
+        for suffix, lengths in (("", p.seqlens), ("_k", p.seqlens_k)):
+            if lengths:
+                cu = torch.tensor([0, *lengths], dtype=torch.int64).cumsum(0)
+                out[f"cu_seqlens{suffix}"] = cu.to(device=device, dtype=torch.int32)
+                out[f"max_seqlen{suffix}"] = max(lengths)
+        total_q, total_k = sum(p.seqlens), sum(p.key_lengths)
         out.update(
-            q=randn(total, p.heads_q, p.head_dim),
-            k=randn(total, p.heads_kv, p.head_dim),
-            v=randn(total, p.heads_kv, p.head_dim),
+            q=randn(total_q, p.heads_q, p.head_dim, std=p.qk_std),
+            k=randn(total_k, p.heads_kv, p.head_dim, std=p.qk_std),
+            v=randn(total_k, p.heads_kv, p.head_dim),
         )
         return out
     if p.kind == "prefill":
-        q, k = randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim), None
-        k = randn(p.batch, p.seqlen_k, p.heads_kv, p.head_dim)
+        q = randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim, std=p.qk_std)
+        k = randn(p.batch, p.seqlen_k, p.heads_kv, p.head_dim, std=p.qk_std)
         v = randn(p.batch, p.seqlen_k, p.heads_kv, p.head_dim)
-        out.update(_maybe_fp8(p, q=q, k=k, v=v))
+        out.update(_maybe_fp8(p, gen, q=q, k=k, v=v))
         return out
     rows = p.cache_len + p.seqlen_new if with_cache else 1
-    q = randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim)
-    kc = randn(p.batch, rows, p.heads_kv, p.head_dim)
+    q = randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim, std=p.qk_std)
+    kc = randn(p.batch, rows, p.heads_kv, p.head_dim, std=p.qk_std)
     vc = randn(p.batch, rows, p.heads_kv, p.head_dim)
     if p.ragged_min is not None:
         lens = torch.randint(
@@ -157,10 +188,11 @@ def make_inputs(
     else:
         lens = torch.full((p.batch,), p.cache_len, device=device)
     out["cache_seqlens"] = lens.to(torch.int32)
-    quant = _maybe_fp8(p, q=q, k=kc, v=vc)
+    quant = _maybe_fp8(p, gen, q=q, k=kc, v=vc)
     out.update(q=quant["q"], k_cache=quant["k"], v_cache=quant["v"])
     out.update({k: v for k, v in quant.items() if k.endswith("descale")})
-    out["k_new"] = randn(p.batch, p.seqlen_new, p.heads_kv, p.head_dim) if p.append else None
+    new_shape = (p.batch, p.seqlen_new, p.heads_kv, p.head_dim)
+    out["k_new"] = randn(*new_shape, std=p.qk_std) if p.append else None
     out["v_new"] = randn(p.batch, p.seqlen_new, p.heads_kv, p.head_dim) if p.append else None
     return out
 
@@ -175,6 +207,8 @@ def refill_query(p: Fa3Params, inputs: Mapping[str, Any], seed: int) -> None:
     q = inputs["q"]
     gen = torch.Generator(device=q.device).manual_seed(seed)
     fresh = torch.randn(q.shape, generator=gen, device=q.device, dtype=torch.bfloat16)
+    if p.qk_std != 1.0:  # the scenario's magnitude (old scenarios draw exactly as before)
+        fresh = fresh.float().mul_(p.qk_std).to(torch.bfloat16)
     if not p.fp8:
         q.copy_(fresh)
         return
@@ -183,13 +217,45 @@ def refill_query(p: Fa3Params, inputs: Mapping[str, Any], seed: int) -> None:
     q.copy_((fresh.float() / scale).clamp(-FP8_MAX, FP8_MAX).to(FP8))
 
 
-def _maybe_fp8(p: Fa3Params, **tensors: torch.Tensor) -> dict[str, Any]:
+def _maybe_fp8(p: Fa3Params, gen: torch.Generator, **tensors: torch.Tensor) -> dict[str, Any]:
     if not p.fp8:
         return {**tensors, "q_descale": None, "k_descale": None, "v_descale": None}
     out: dict[str, Any] = {}
     for name, t in tensors.items():
-        out[name], out[f"{name}_descale"] = _quantize(t, p.heads_kv)
+        magnitude = None
+        if p.descale_spread:
+            u = torch.rand((p.batch, p.heads_kv), generator=gen, device=t.device) * 2 - 1
+            magnitude = torch.exp2(u * p.descale_spread)
+        out[name], out[f"{name}_descale"] = _quantize(t, p.heads_kv, magnitude)
     return out
+
+
+def check_append(
+    name: str, before: torch.Tensor | None, after: torch.Tensor, inputs: Mapping[str, Any]
+) -> str | None:
+    """Why the cache ``name`` after a call is not the contract's append, or None.
+
+    Rows ``cache_seqlens[b] : cache_seqlens[b] + seqlen_new`` of sequence ``b`` must hold
+    ``k_new`` (or ``v_new``) exactly; every other row must be as it was (when ``before`` is
+    known). A cache whose dtype differs from the new rows' (fp8) is not checked: the contract
+    does not say how they are quantised.
+    """
+    new = inputs["k_new" if name.startswith("k") else "v_new"]
+    if new is None or new.dtype != after.dtype:
+        return None
+    lens = inputs["cache_seqlens"].tolist()
+    s_new = new.shape[1]
+    for b, start in enumerate(lens):
+        if not torch.equal(after[b, start : start + s_new], new[b]):
+            return f"rows {start}:{start + s_new} of sequence {b} do not hold the appended keys"
+    if before is None:
+        return None
+    expected = before.clone()
+    for b, start in enumerate(lens):
+        expected[b, start : start + s_new] = new[b]
+    if not torch.equal(expected, after):
+        return "rows outside the append changed"
+    return None
 
 
 def _block_reference(
@@ -240,16 +306,19 @@ def reference(p: Fa3Params, inputs: Mapping[str, Any]) -> torch.Tensor:
     """
     scale = inputs["softmax_scale"]
     if p.kind == "varlen":
-        cu = inputs["cu_seqlens"].tolist()
+        cu_q = inputs["cu_seqlens"].tolist()
+        cu_k = inputs.get("cu_seqlens_k", inputs["cu_seqlens"]).tolist()
         parts = [
             _block_reference(
-                inputs["q"][None, a:b],
-                inputs["k"][None, a:b],
-                inputs["v"][None, a:b],
+                inputs["q"][None, qa:qb],
+                inputs["k"][None, ka:kb],
+                inputs["v"][None, ka:kb],
                 p.causal,
                 scale,
             )[0]
-            for a, b in itertools.pairwise(cu)
+            for (qa, qb), (ka, kb) in zip(
+                itertools.pairwise(cu_q), itertools.pairwise(cu_k), strict=True
+            )
         ]
         return torch.cat(parts)
     key, val = ("k", "v") if p.kind == "prefill" else ("k_cache", "v_cache")
@@ -284,8 +353,9 @@ def work(p: Fa3Params, *, lower_bound: bool = False) -> tuple[float, float]:
     """
     item = 1 if p.fp8 else 2
     if p.kind == "varlen":
-        pairs = sum(attended_pairs(s, s, p.causal) for s in p.seqlens)
-        tokens_q = tokens_k = float(sum(p.seqlens))
+        lengths = zip(p.seqlens, p.key_lengths, strict=True)
+        pairs = sum(attended_pairs(sq, sk, p.causal) for sq, sk in lengths)
+        tokens_q, tokens_k = float(sum(p.seqlens)), float(sum(p.key_lengths))
     else:
         keys = p.mean_keys()
         if lower_bound and p.ragged_min is not None:

@@ -81,8 +81,9 @@ class Fa3(Upstream):
         common = {"softmax_scale": i["softmax_scale"], "causal": i["causal"]}
         if "cu_seqlens" in i:
             cu, ms = i["cu_seqlens"], i["max_seqlen"]
+            cu_k, ms_k = i.get("cu_seqlens_k", cu), i.get("max_seqlen_k", ms)
             return lambda: _first(
-                fa3.flash_attn_varlen_func(i["q"], i["k"], i["v"], cu, cu, ms, ms, **common)
+                fa3.flash_attn_varlen_func(i["q"], i["k"], i["v"], cu, cu_k, ms, ms_k, **common)
             )
         descales = {k: i[k] for k in ("q_descale", "k_descale", "v_descale")}
         if "k_cache" in i:
@@ -125,6 +126,8 @@ class TorchSdpa(Upstream):
             return "SDPA has no fp8 attention"
         if p.kind == "varlen":
             return "SDPA has no packed varlen input"
+        if p.kind == "prefill" and p.causal and p.seqlen_q != p.seqlen_k:
+            return "SDPA's causal mask is top-left aligned"
         if p.kind == "kvcache":
             if p.ragged_min is not None:
                 return "SDPA has no per-sequence cache lengths"

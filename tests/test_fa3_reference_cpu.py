@@ -1,0 +1,158 @@
+"""Integrity II (C), fa3_hopper: the new input kinds and their float64 reference, run on small
+CPU tensors against a naive per-row attention (no GPU needed); the KV-cache append check."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from evals.harness.failures import Code
+from evals.harness.guards import InputGuard
+from evals.harness.targets import fa3_problem as problem
+from evals.harness.targets.fa3_problem import Fa3Params
+
+
+def naive(q, k, v, causal, scale):
+    """Row by row float64 attention; q (sq, hq, d), k, v (sk, hkv, d); bottom-right causal."""
+    sq, hq, d = q.shape
+    sk, hkv = k.shape[0], k.shape[1]
+    out = torch.zeros(sq, hq, d, dtype=torch.float64)
+    for i, h in itertools.product(range(sq), range(hq)):
+        n = min(sk, max(0, i + sk - sq + 1)) if causal else sk
+        if n == 0:
+            continue  # a row that attends no key is zero (the contract)
+        g = h // (hq // hkv)
+        s = (k[:n, g].double() @ q[i, h].double()) * scale
+        p = torch.softmax(s, dim=0)
+        out[i, h] = p @ v[:n, g].double()
+    return out
+
+
+def params(**kw):
+    base = dict(category="t", dtype="bfloat16", batch=2, heads_q=4, heads_kv=2, head_dim=64,
+                causal=True)
+    return Fa3Params.from_params({**base, **kw})
+
+
+@pytest.mark.parametrize(("sq", "sk"), [(1, 37), (17, 61), (61, 17), (5, 5)])
+def test_prefill_reference_is_bottom_right_causal_with_any_lengths_and_scale(sq, sk):
+    p = params(kind="prefill", seqlen_q=sq, seqlen_k=sk, scale=0.37)
+    i = problem.make_inputs(p, seed=3, device="cpu")
+    assert i["softmax_scale"] == 0.37
+    ref = problem.reference(p, i)
+    for b in range(p.batch):
+        assert torch.allclose(ref[b], naive(i["q"][b], i["k"][b], i["v"][b], True, 0.37))
+
+
+def test_varlen_reference_uses_distinct_key_lengths():
+    p = params(kind="varlen", batch=3, seqlens=[7, 1, 30], seqlens_k=[19, 13, 2])
+    i = problem.make_inputs(p, seed=4, device="cpu")
+    assert i["cu_seqlens"].tolist() == [0, 7, 8, 38]
+    assert i["cu_seqlens_k"].tolist() == [0, 19, 32, 34] and i["max_seqlen_k"] == 19
+    assert i["k"].shape[0] == 34 and i["q"].shape[0] == 38
+    ref = problem.reference(p, i)
+    cu_q, cu_k = i["cu_seqlens"].tolist(), i["cu_seqlens_k"].tolist()
+    for (qa, qb), (ka, kb) in zip(itertools.pairwise(cu_q), itertools.pairwise(cu_k),
+                                  strict=True):
+        want = naive(i["q"][qa:qb], i["k"][ka:kb], i["v"][ka:kb], True, p.softmax_scale)
+        assert torch.allclose(ref[qa:qb], want)
+    flops, _ = problem.work(p)
+    pairs = sum(min(sk, max(0, r + sk - sq + 1)) for sq, sk in
+                zip(p.seqlens, p.seqlens_k, strict=True) for r in range(sq))
+    assert flops == 4.0 * pairs * p.heads_q * p.head_dim
+
+
+def test_fp8_descales_differ_across_batch_and_heads_and_the_reference_dequantises():
+    p = params(kind="prefill", dtype="float8_e4m3fn", batch=3, heads_kv=2, seqlen_q=9,
+               seqlen_k=23, descale_spread=3.0)
+    i = problem.make_inputs(p, seed=5, device="cpu")
+    for name in ("q", "k", "v"):
+        d = i[f"{name}_descale"]
+        assert d.shape == (3, 2)
+        assert float(d.max() / d.min()) > 4.0, d  # 2**(+-3) spread, not nearly equal
+    ref = problem.reference(p, i)
+    for b in range(p.batch):
+        deq = {n: problem.dequantize(i[n][b:b + 1], i[f"{n}_descale"][b:b + 1])[0]
+               for n in ("q", "k", "v")}
+        assert torch.allclose(ref[b], naive(deq["q"], deq["k"], deq["v"], True, p.softmax_scale))
+
+
+def test_old_fp8_scenarios_keep_their_inputs():
+    # the spread is opt-in: scenarios without it draw exactly what they drew before
+    p = params(kind="prefill", dtype="float8_e4m3fn", seqlen_q=8, seqlen_k=8)
+    i = problem.make_inputs(p, seed=6, device="cpu")
+    gen = torch.Generator(device="cpu").manual_seed(6)
+    q = torch.randn((2, 8, 4, 64), generator=gen, dtype=torch.bfloat16)
+    q8, descale = problem._quantize(q, 2)
+    assert torch.equal(i["q"].view(torch.uint8), q8.view(torch.uint8))
+    assert torch.equal(i["q_descale"], descale)
+
+
+def test_large_qk_scores_overflow_exp_and_the_reference_stays_finite():
+    p = params(kind="prefill", seqlen_q=16, seqlen_k=16, qk_std=8.0, causal=False)
+    i = problem.make_inputs(p, seed=7, device="cpu")
+    scores = torch.einsum("qhd,khd->hqk", i["q"][0, :, :2].double(), i["k"][0].double())
+    assert float(scores.max()) * p.softmax_scale > 88.7  # float32 exp overflows past 88.7
+    ref = problem.reference(p, i)
+    assert torch.isfinite(ref).all()
+    assert torch.allclose(ref[0], naive(i["q"][0], i["k"][0], i["v"][0], False, p.softmax_scale))
+
+
+def _kv_inputs():
+    p = params(kind="kvcache", batch=3, seqlen_q=4, cache_len=20, ragged_min=5, append=True)
+    return p, problem.make_inputs(p, seed=8, device="cpu")
+
+
+def _append(i):
+    for b, start in enumerate(i["cache_seqlens"].tolist()):
+        i["k_cache"][b, start:start + 4] = i["k_new"][b]
+        i["v_cache"][b, start:start + 4] = i["v_new"][b]
+
+
+def test_kvcache_reference_attends_the_appended_keys():
+    p, i = _kv_inputs()
+    ref = problem.reference(p, i)
+    _append(i)
+    for b, n in enumerate(i["cache_seqlens"].tolist()):
+        want = naive(i["q"][b], i["k_cache"][b, :n + 4], i["v_cache"][b, :n + 4], True,
+                     p.softmax_scale)
+        assert torch.allclose(ref[b], want)
+
+
+def test_the_cache_after_an_append_is_checked_against_the_contract():
+    checks = {"k_cache": problem.check_append, "v_cache": problem.check_append}
+    _, i = _kv_inputs()
+    guard = InputGuard(i, checks)
+    _append(i)
+    assert guard.modified() is None  # the contract's append
+    _, i = _kv_inputs()
+    guard = InputGuard(i, checks)
+    assert "do not hold the appended keys" in guard.modified().reason  # no append at all
+    _, i = _kv_inputs()
+    guard = InputGuard(i, checks)
+    _append(i)
+    i["v_cache"][1, -1] += 1  # a row past the append (scratch space in the cache)
+    failure = guard.modified()
+    assert failure.code == Code.INACCURATE and "outside the append" in failure.reason
+    _, i = _kv_inputs()
+    guard = InputGuard(i, checks)
+    _append(i)
+    i["q"].add_(1)
+    assert guard.modified().code == Code.INPUT_MODIFIED  # other inputs stay guarded
+
+
+def test_fa3_suites_hold_every_new_kind():
+    from evals.harness import get_target
+
+    target = get_target("fa3_hopper")
+    for name in ("smoke", "dev", "full"):
+        ps = [Fa3Params.from_params(s.params) for s in target.load_suite(name).scenarios]
+        assert any(p.kind == "prefill" and p.causal and p.seqlen_q != p.seqlen_k for p in ps)
+        assert any(p.kind == "varlen" and p.seqlens_k and p.seqlens_k != p.seqlens for p in ps)
+        assert any(p.scale is not None and p.scale != 1 / math.sqrt(p.head_dim) for p in ps)
+        assert any(p.fp8 and p.descale_spread >= 2 for p in ps)
+        assert any(p.kind == "kvcache" and p.append for p in ps)
+        assert any(p.qk_std >= 8 for p in ps)
+        odd = [x for p in ps for x in (p.seqlen_q, p.seqlen_k, *p.seqlens, *p.seqlens_k) if x]
+        assert 1 in odd and any(x > 64 and all(x % t for t in (2, 3, 5)) for x in odd), name
