@@ -10,7 +10,7 @@ import torch
 from evals.harness import Code, RunSettings, evaluate, get_target
 from evals.harness.cpu_ceilings import CPU_FLOOR_HEADROOM, measure_cpu_ceilings
 from evals.harness.gpu import Ceilings
-from evals.harness.judge import _plausible
+from evals.harness.judge_time import _plausible
 from evals.harness.verdict import ScenarioResult
 from tests.helpers import START_CPU
 
