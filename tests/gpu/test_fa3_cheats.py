@@ -12,6 +12,7 @@ CHEATS = ROOT / "tests" / "cheats" / "fa3_hopper"
 PREFILL = "smoke-bf16-d128-s512-b2-h8k2-causal"
 DECODE = "smoke-bf16-d128-q16-b2-c2048-h32k8-causal"  # appends to the cache
 D96 = "smoke-bf16-d96-n3-h4-causal"  # a head dim the dev suite never shows
+SCALED = "contract-bf16-d64-q251-k1021-b2-h4-causal-scale0.3"  # softmax_scale 0.3
 
 CASES = [
     # (file, command, scenario, code, text in the reason)
@@ -46,6 +47,13 @@ CASES = [
     ("racy.cu", "check", PREFILL, Code.NONDETERMINISTIC, "three runs"),
     ("hang.cu", "check", PREFILL, Code.TIMEOUT, "no answer"),
     ("crash.cu", "check", PREFILL, Code.EXCEPTION, "CUDA error"),
+    # integrity II: allow-lists where deny-lists missed, contract clauses the grid never tested
+    ("raw_syscall.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "raw system calls"),
+    ("composite_op.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL,
+     "outside the target's allow-list: at::compositeimplicitautograd::"),
+    ("default_scale.cu", "check", SCALED, Code.INACCURATE, "exceeds tolerance"),
+    ("cache_append_skipped.cu", "check", DECODE, Code.INACCURATE,
+     "do not hold the appended keys"),
 ]
 
 
