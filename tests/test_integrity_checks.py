@@ -31,6 +31,9 @@ GPU = COMMON_ALLOWED_SYMBOLS + CUDA_ALLOWED_SYMBOLS
     ("at::cpu::bmm(at::Tensor const&, at::Tensor const&)", "at::cpu::bmm"),
     ("typeinfo for c10::Error", "typeinfo for c10::Error"),
     ("expf", "expf"),
+    ("std::basic_ostream<char, std::char_traits<char> >& std::operator<< <std::char_traits<char> >"
+     "(std::basic_ostream<char, std::char_traits<char> >&, char const*)",
+     "std::operator@<std::char_traits<char> >"),
 ])
 def test_qualified_name_strips_return_type_and_arguments(symbol, name):
     assert qualified_name(symbol) == name
@@ -68,6 +71,9 @@ def test_cpu_allow_list_refuses_ways_a_deny_list_missed(symbol):
     "std::__throw_out_of_range_fmt(char const*, ...)",
     "at::internal::invoke_parallel(long, long, long, std::function<void (long, long)> const&)",
     "at::get_num_threads()",
+    "std::basic_ostream<char, std::char_traits<char> >& std::operator<< <std::char_traits<char> >"
+    "(std::basic_ostream<char, std::char_traits<char> >&, char const*)",
+    "std::cout", "__atomic_load_16", "__truncsfbf2", "__mulsc3",
 ])
 def test_cpu_allow_list_keeps_what_kernels_need(symbol):
     assert first_unallowed([symbol], CPU) is None

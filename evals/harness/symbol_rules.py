@@ -26,10 +26,10 @@ COMMON_ALLOWED_SYMBOLS: tuple[str, ...] = (
     r"c10::(Error|ValueError|TypeError|IndexError|NotImplementedError|Warning|WarningUtils"
     r"|ThrowEnforceNotMet|SymbolicShapeMeta|TensorImpl|UndefinedTensorImpl|SymInt|SymBool"
     r"|SymNodeImpl|intrusive_ptr_target|StorageImpl|impl::cow|Half|BFloat16|Float8_\w+|Scalar"
-    r"|TensorOptions|Device|Layout|MemoryFormat)\b",
+    r"|TensorOptions|Device|Layout|MemoryFormat|ParallelGuard)\b",
     r"c10::(warn\w*|toString|typeMetaToScalarType|get_backtrace|GetExceptionString|throw\w*Error)\b",
     r"caffe2::(TypeMeta|detail)::",
-    r"at::(get_num_threads|get_thread_num|in_parallel_region|get_parallel_info"
+    r"at::(get_num_threads|get_thread_num|in_parallel_region|get_parallel_info|init_num_threads"
     r"|internal::(lazy_init_num_threads|set_thread_num|invoke_parallel|_parallel_run))$",
     # libm (scalar and glibc's vector variants)
     r"(__)?(exp|exp2|expm1|log|log2|log10|log1p|sqrt|cbrt|pow|fabs|fmax|fmin|fmod|floor|ceil"
@@ -42,6 +42,10 @@ COMMON_ALLOWED_SYMBOLS: tuple[str, ...] = (
     r"operator_(new|delete)(\[\])?$",
     r"(__cxa_\w+|__gxx_personality_v0|_Unwind_Resume|__stack_chk_fail|__assert_fail"
     r"|__dso_handle|__tls_get_addr|abort)$",
+    # libgcc and libatomic helpers the compiler emits on its own (conversions, complex math)
+    r"(__atomic_\w+|__(extend|trunc)\w+f2|__float\w+|__fix\w+|__popcount\w+"
+    r"|__(mul|div)[sdxt]c3|__powi[sdx]f2)$",
+    r"std::(__cxx11::)?operator@",
     r"std::(__throw_\w+|terminate|__glibcxx_assert_fail|_Hash_bytes|_Rb_tree_\w+"
     r"|__detail::_Prime_rehash_policy::|__detail::_List_node_base::|_List_node_base::"
     r"|_Sp_make_shared_tag::)",
@@ -50,7 +54,8 @@ COMMON_ALLOWED_SYMBOLS: tuple[str, ...] = (
     r"|endl|cout|cerr|clog|to_string)\b",
     r"std::(exception|runtime_error|logic_error|invalid_argument|out_of_range|length_error"
     r"|domain_error|range_error|overflow_error|underflow_error|bad_alloc|bad_array_new_length"
-    r"|bad_function_call|bad_optional_access|bad_variant_access|bad_cast|bad_typeid)\b",
+    r"|bad_function_call|bad_optional_access|bad_variant_access|bad_cast|bad_typeid"
+    r"|__exception_ptr|current_exception|rethrow_exception|uncaught_exceptions?|ctype)\b",
     r"(typeinfo name|typeinfo|vtable|VTT) for (std::|c10::|at::|caffe2::|torch::|__cxxabiv1::)",
     # printing (diagnostics to the worker's log)
     r"(printf|puts|putchar|fputs|fputc|fprintf|fflush|fwrite|stdout|stderr|snprintf|sprintf"
@@ -105,6 +110,7 @@ def qualified_name(symbol: str) -> str:
     if _SPECIAL.match(symbol):
         return symbol
     text = _NEW_DELETE.sub(r"operator_\1", _OPERATOR.sub("operator@", symbol))
+    text = text.replace("operator@ <", "operator@<")  # an operator template's arguments
     depth = 0
     for i, ch in enumerate(text):
         if ch == "<":
