@@ -18,7 +18,8 @@ def test_score_start_and_fast_kernels(tmp_path):
     _, fast = _score(CPU_KERNELS / "fast.cpp", tmp_path / "fast.json")
     for doc in (start, fast):
         assert doc["schema"] == VERDICT_SCHEMA and doc["status"] == "ok"
-        assert doc["aggregates"]["all_correct"] and doc["aggregates"]["passed"] == 2
+        n = len(doc["scenarios"])
+        assert doc["aggregates"]["all_correct"] and doc["aggregates"]["passed"] == n >= 2
         for sc in doc["scenarios"]:
             assert sc["correct"] and sc["times_us"]["candidate"]["median_us"] > 0
             assert sc["speedup"]["sdpa"] > 0 and sc["tflops"] > 0 and sc["gbps"] > 0
@@ -37,7 +38,8 @@ def test_score_start_and_fast_kernels(tmp_path):
     parts = t["build_s"] + t["setup_s"] + t["verify_s"] + t["probe_s"] + t["time_s"]
     assert parts <= t["wall_s"] and t["time_loop_s"] <= t["time_worker_s"] <= t["time_s"]
     assert all(set(sc["seconds"]) >= {"verify", "probe", "time"} for sc in start["scenarios"])
-    assert "[2/2]" in start_proc.stderr
+    n = len(start["scenarios"])
+    assert f"[{n}/{n}]" in start_proc.stderr
 
 
 def test_check_with_seed_is_reproducible(tmp_path):

@@ -22,6 +22,8 @@ CATEGORY_TAGS: Mapping[str, tuple[str, ...]] = {
     "spec": ("decode",),
     "fp8decode": ("decode", "fp8"),
     "smoke": (),
+    # integrity II: scenarios of the contract's clauses the grid never tested, of every kind
+    "contract": ("prefill", "decode"),
 }
 
 # Tags that only make sense on the GPU targets; a question carrying one of them (and not
