@@ -32,8 +32,10 @@ STRICT_CHECKS_PER_SET = 16
 """Timed outputs of each input set verified in the strict re-run (all kept, up to this)."""
 TIMING_ATTEMPTS = 2
 """Timing requests per scenario: one more when the first does not converge."""
-TIMED_CHECKS_PER_SET = 2
-"""Timed outputs of each input set verified, chosen at random after the calls were made."""
+TIMED_CHECKS_PER_SET = 1
+"""Timed outputs of each input set verified, chosen at random after the calls were made (a
+call skipping work on a fraction f of timed calls escapes one scenario with (1 - f)^3 at
+3 sets, and every scenario is checked; the strict re-run checks up to 16 per set)."""
 HOST_ISSUE_CAP_US = 200.0
 """GPU: host issue time (median, microseconds) a candidate call may always take."""
 HOST_ISSUE_UPSTREAM_FACTOR = 2.0

@@ -41,7 +41,7 @@ COMMON_ALLOWED_SYMBOLS: tuple[str, ...] = (
     r"|__memset_chk|malloc|calloc|realloc|free|posix_memalign|aligned_alloc)$",
     r"operator_(new|delete)(\[\])?$",
     r"(__cxa_\w+|__gxx_personality_v0|_Unwind_Resume|__stack_chk_fail|__assert_fail"
-    r"|__dso_handle|__tls_get_addr|abort)$",
+    r"|__dso_handle|__tls_get_addr|abort|exit)$",  # exit: nvcc-built objects of honest kernels
     # libgcc and libatomic helpers the compiler emits on its own (conversions, complex math)
     r"(__atomic_\w+|__(extend|trunc)\w+f2|__float\w+|__fix\w+|__popcount\w+"
     r"|__(mul|div)[sdxt]c3|__powi[sdx]f2)$",

@@ -51,8 +51,11 @@ def test_self_check_fa3_against_itself():
                                               ("crash.cu", Code.EXCEPTION),
                                               ("build_error.cu", Code.BUILD_ERROR)])
 def test_bad_kernels(kernel, code):
-    v = evaluate(RunSettings("check", "fa3_hopper", BAD / kernel, suite="smoke"))
-    assert [r.failure.code for r in v.results] == [code] * 6, [r.failure for r in v.results]
+    v = evaluate(RunSettings("check", "fa3_hopper", BAD / kernel, suite="smoke", keep_going=True))
+    codes = [r.failure.code for r in v.results]
+    assert codes[0] == code and all(c is not None for c in codes), [r.failure for r in v.results]
+    if code != Code.INACCURATE:  # a build error or a crash fails every scenario alike
+        assert codes == [code] * len(codes)
 
 
 def test_hang_is_killed():
@@ -70,6 +73,6 @@ def test_event_timer_flushes_l2_and_scales_with_work():
     assert timer.flush_bytes >= 2 * l2
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     b = a[:4096, :4096].contiguous()
-    big = sorted(timer.time_us(lambda: a @ a) for _ in range(5))[2]
-    small = sorted(timer.time_us(lambda: b @ b) for _ in range(5))[2]
+    big = sorted(timer.device_us(lambda: a @ a) for _ in range(5))[2]
+    small = sorted(timer.device_us(lambda: b @ b) for _ in range(5))[2]
     assert big > 4 * small > 0
