@@ -153,7 +153,8 @@ def test_open_ended_arm_grows_an_archive_and_keeps_the_best(tmp_path):
     wrong = (CPU_KERNELS / "wrong.cpp").read_text()
     outputs = [_text(f"Here:\n```cpp\n{fast}```"), _text(f"```cpp\n{wrong}```"),
                _text("I would rather not.")]
-    log = _eval(open_ended(), outputs, tmp_path, evaluations=4)
+    # 3 steps of 2 messages; a reply without code spends messages, not an evaluation
+    log = _eval(open_ended(), outputs, tmp_path, message_limit=6)
     seeds = {}
     for sample in log.samples:
         steps = _info(sample, "archive")
@@ -212,8 +213,8 @@ def test_sample_seed_differs_by_epoch_and_repeats_across_processes():
     import sys
 
     code = ("from types import SimpleNamespace as S; from evals.bench.agent import sample_seed; "
-            "print(sample_seed(S(sample_id='cpu_attention', epoch=1)), "
-            "sample_seed(S(sample_id='cpu_attention', epoch=2)))")
+            "print(sample_seed(S(sample_id='cpu_attention', epoch=1, metadata={})), "
+            "sample_seed(S(sample_id='cpu_attention', epoch=2, metadata={})))")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout for _ in range(2)]
     first, second = runs[0].split()

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from inspect_ai.util import sandbox, store
@@ -22,6 +24,7 @@ from inspect_ai.util import sandbox, store
 from evals.bench.settings import TaskSettings
 
 RESULTS_DIR = ".kernelseek"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding this `evals`
 VERDICT_SCHEMA = "kernelseek.verdict/1"
 LAST_VERDICT_KEY = "kernelseek:last_verdict"
 EXIT_STATUS = {"ok": 0, "failed": 1, "error": 2}
@@ -120,6 +123,18 @@ async def read_verdict(command: Literal["check", "bench", "score"]) -> dict[str,
     return last_verdict(command)
 
 
+def harness_env(settings: TaskSettings) -> dict[str, str] | None:
+    """In the local sandbox, the harness imports the same ``evals`` as the Inspect process.
+
+    (Without it, ``-P`` resolves ``evals`` through site-packages, which may be another
+    checkout's editable install.) Container sandboxes use their image's install.
+    """
+    if settings.sandbox != "local":
+        return None
+    paths = [str(PACKAGE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {"PYTHONPATH": os.pathsep.join(paths)}
+
+
 def harness_argv(
     settings: TaskSettings, command: Literal["check", "bench", "score"], suite: str
 ) -> list[str]:
@@ -150,7 +165,10 @@ async def run_harness(
     nonce = f"KERNELSEEK-VERDICT-{secrets.token_hex(16)}"
     try:
         result = await sb.exec(
-            harness_argv(settings, command, suite), input=nonce + "\n", timeout=timeout
+            harness_argv(settings, command, suite),
+            input=nonce + "\n",
+            env=harness_env(settings),
+            timeout=timeout,
         )
     except TimeoutError:
         return HarnessRun(-1, "", None, f"the harness did not finish within {timeout} s", sha)
