@@ -4,7 +4,13 @@ Depends on inspect-ai; the harness (:mod:`evals.harness`) does not.
 """
 
 from evals.bench.agent import kernel_agent
-from evals.bench.metrics import ci_lower, ci_upper, geometric_mean
+from evals.bench.metrics import (
+    ci_high,
+    ci_low,
+    fast_1_0,
+    fast_1_1,
+    geomean_ok,
+)
 from evals.bench.scorer import kernel_speedup
 from evals.bench.settings import TaskSettings
 from evals.bench.task import kernel_task
@@ -14,9 +20,11 @@ __all__ = [
     "TaskSettings",
     "bench",
     "check",
-    "ci_lower",
-    "ci_upper",
-    "geometric_mean",
+    "ci_high",
+    "ci_low",
+    "fast_1_0",
+    "fast_1_1",
+    "geomean_ok",
     "kernel_agent",
     "kernel_speedup",
     "kernel_task",

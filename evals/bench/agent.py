@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 
 from inspect_ai.log import transcript
-from inspect_ai.model import ChatMessageUser, execute_tools, get_model
+from inspect_ai.model import ChatMessage, ChatMessageUser, execute_tools, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import Tool, bash
 from pydantic import JsonValue
 
+from evals.bench import budget
 from evals.bench.observer import Observer
 from evals.bench.settings import TaskSettings
 from evals.bench.stop import StopCondition
@@ -23,9 +24,18 @@ def agent_tools(settings: TaskSettings) -> list[Tool]:
     return [bash(timeout=settings.check_timeout), check(settings), bench(settings), submit()]
 
 
+def run_seed(state: TaskState) -> int:
+    """The run's seed: the task's ``seed_offset`` plus the epoch (1, 2, ...)."""
+    settings = state.metadata.get("settings") or {}
+    return int(settings.get("seed_offset") or 0) + state.epoch
+
+
 def sample_seed(state: TaskState) -> int:
-    """A seed from the sample id and epoch: epochs differ, reruns repeat (no hash salting)."""
-    digest = hashlib.sha256(f"{state.sample_id}/{state.epoch}".encode()).digest()
+    """A seed from the sample id and run seed: epochs differ, reruns repeat (no hash salting).
+
+    ``-T seed_offset=N`` shifts the run seeds, so a second eval adds new draws.
+    """
+    digest = hashlib.sha256(f"{state.sample_id}/{run_seed(state)}".encode()).digest()
     return int.from_bytes(digest[:4], "big")
 
 
@@ -48,17 +58,22 @@ async def run_agent(
 ) -> TaskState:
     """Generate, run tools, verify submissions; observers may add user messages at each step.
 
-    Observers are a questioner (KERNELSEEK arms) or a recipe's stage controller (scripted).
+    Observers are a questioner (KERNELSEEK arms) or a recipe's stage controller (scripted);
+    what they add is not charged to the agent's budget (:mod:`evals.bench.budget`), which ends
+    the loop when spent.
     """
     watchers = observers or []
     tools = agent_tools(settings) + (extra_tools or [])
     state.tools = tools
     stop = StopCondition(settings, attempts)
     model, idle = get_model(), 0
-    while not state.completed:
+    budget.start(settings)
+    reason: str | None = None
+    while not state.completed and (reason := budget.exhausted()) is None:
         output = await model.generate(state.messages, tools)
+        budget.spend("agent_tokens", output.usage.total_tokens if output.usage else 0)
         state.output = output
-        state.messages.append(output.message)
+        _agent_says(state, output.message)
         for w in watchers:
             state.messages.extend(await w.on_reply(output.message.text))
         calls = output.message.tool_calls or []
@@ -66,11 +81,12 @@ async def run_agent(
             idle += 1
             if idle >= max_idle_turns:
                 break
-            state.messages.append(ChatMessageUser(content=CONTINUE))
+            _agent_says(state, ChatMessageUser(content=CONTINUE))
             continue
         idle = 0
         result = await execute_tools(state.messages, tools)
-        state.messages.extend(result.messages)
+        for message in result.messages:
+            _agent_says(state, message)
         names = {call.function for call in calls}
         for w in watchers:
             state.messages.extend(await w.on_tools(names))
@@ -78,10 +94,19 @@ async def run_agent(
             verdict = await stop.verify()
             if verdict.accepted or verdict.exhausted:
                 break
-            state.messages.append(ChatMessageUser(content=verdict.message))
+            _agent_says(state, ChatMessageUser(content=verdict.message))
             for w in watchers:
                 state.messages.extend(await w.on_failed_claim(verdict.message))
+    else:
+        if reason is not None:
+            budget.note_exhausted(reason)
     return state
+
+
+def _agent_says(state: TaskState, message: ChatMessage) -> None:
+    """Append a message of the agent's own loop, charged to its message budget."""
+    state.messages.append(message)
+    budget.spend("agent_messages")
 
 
 @solver

@@ -18,7 +18,7 @@ from inspect_ai.util import sandbox
 from pydantic import JsonValue
 
 from evals.bench.agent import log_settings, run_agent
-from evals.bench.harness_exec import run_harness
+from evals.bench.budget import budgeted_harness
 from evals.bench.settings import TaskSettings
 from evals.harness import attention
 from evals.harness.ncu import ncu_command
@@ -59,7 +59,7 @@ def profile(settings: TaskSettings) -> Tool:
             Per scenario (slowest first): time, share of the total, TFLOP/s, GB/s and speedup;
             on GPU targets also an Nsight Compute SpeedOfLight summary of the slowest scenario.
         """
-        run = await run_harness(
+        run = await budgeted_harness(
             settings, "bench", suite=settings.suite, timeout=settings.check_timeout
         )
         if run.verdict is None:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model
 
 from evals.bank import Bank, choose_question
+from evals.bench.budget import spend
 from evals.bench.decisions import DecisionPoint
 
 
@@ -98,6 +99,7 @@ class ModelDirector:
             ),
         ]
         output = await self.model.generate(messages)
+        spend("questioner_tokens", output.usage.total_tokens if output.usage else 0)
         text = output.completion.strip()
         broken = question_rule_broken(text)
         if broken is None:

@@ -18,8 +18,10 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
+from evals.bench import budget
 from evals.bench.agent import log_settings, sample_seed
-from evals.bench.harness_exec import RESULTS_DIR, run_harness
+from evals.bench.budget import budgeted_harness
+from evals.bench.harness_exec import RESULTS_DIR
 from evals.bench.settings import TaskSettings
 
 ARCHIVE = f"{RESULTS_DIR}/archive"
@@ -84,9 +86,11 @@ def _fitness(verdict: dict[str, Any] | None, upstream: str) -> tuple[float, dict
 
 
 async def _evaluate(settings: TaskSettings, source: str) -> tuple[float, dict[str, float], str]:
-    """Bench ``source`` as the workspace kernel; returns fitness and the harness table."""
+    """Bench ``source`` as the workspace kernel (one evaluation of the budget)."""
     await sandbox().write_file(settings.kernel_file, source)
-    run = await run_harness(settings, "bench", suite=settings.suite, timeout=settings.check_timeout)
+    run = await budgeted_harness(
+        settings, "bench", suite=settings.suite, timeout=settings.check_timeout
+    )
     geo, cats = _fitness(run.verdict, settings.upstream)
     return geo, cats, run.table[-3000:]
 
@@ -103,11 +107,14 @@ def _suffix(source: str) -> str:
 
 
 @solver
-def open_ended(*, evaluations: int = 20, diversity: float = 1.0) -> Solver:
-    """Evolutionary search; the budget is counted in harness evaluations.
+def open_ended(*, diversity: float = 1.0) -> Solver:
+    """Evolutionary search under the task's budget (like every arm).
+
+    Each step is 2 agent messages (the mutation prompt and the reply), the reply's tokens and
+    one evaluation (the bench of the child); the search ends when any is spent
+    (``-T evaluations``, ``-T message_limit``, ``-T token_limit``, ``-T time_limit``).
 
     Args:
-        evaluations: Kernels benched (default comparable to the other arms; may be thousands).
         diversity: Weight of the bonus for parents with few children.
     """
 
@@ -117,9 +124,10 @@ def open_ended(*, evaluations: int = 20, diversity: float = 1.0) -> Solver:
         log_settings(
             "open_ended",
             settings,
-            {"evaluations": evaluations, "diversity": diversity, "seed": seed},
+            {"diversity": diversity, "seed": seed},
         )
         rng, model, archive = random.Random(seed), get_model(), Archive()
+        budget.start(settings)
         sources: dict[str, str] = {}
         start = await sandbox().read_file(settings.kernel_file)
         geo, cats, table = await _evaluate(settings, start)
@@ -127,7 +135,9 @@ def open_ended(*, evaluations: int = 20, diversity: float = 1.0) -> Solver:
         sources["k0"], tables = start, {"k0": table}
         await _store(archive.entries[0], start, archive)
         lang = "CUDA" if settings.kernel_file.endswith(".cu") else "C++"
-        for step in range(1, evaluations):
+        step = 0
+        while (reason := budget.exhausted(evaluations=True)) is None:
+            step += 1
             parent = archive.sample(rng, diversity)
             parent.children += 1
             prompt = (
@@ -140,6 +150,8 @@ def open_ended(*, evaluations: int = 20, diversity: float = 1.0) -> Solver:
                     ChatMessageUser(content=prompt),
                 ]
             )
+            budget.spend("agent_tokens", output.usage.total_tokens if output.usage else 0)
+            budget.spend("agent_messages", budget.MESSAGES_PER_TURN)
             match = _CODE_BLOCK.search(output.completion)
             child = match.group(1) if match else ""
             geo, cats, table = await _evaluate(settings, child) if child else (0.0, {}, "")
@@ -162,6 +174,7 @@ def open_ended(*, evaluations: int = 20, diversity: float = 1.0) -> Solver:
                 },
                 source="kernelseek",
             )
+        budget.note_exhausted(reason)
         best = archive.best()
         await sandbox().write_file(settings.kernel_file, sources[best.id])
         state.output.completion = f"best kernel {best.id}: geomean {best.geomean:.3f}"

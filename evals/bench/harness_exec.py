@@ -1,26 +1,70 @@
-"""Running the harness inside the sample's sandbox."""
+"""Running the harness inside the sample's sandbox, with the verdict on the harness's own channel.
+
+The harness runs under a small relay (:data:`RELAY`): it writes the verdict into a directory it
+creates itself (``mkdtemp``: a fresh, private name no one could have prepared), reads it back,
+removes the directory and prints the verdict on stdout after a per-call nonce that arrives on
+stdin. Nothing is read from the agent's workspace, so a planted or stale ``score.json`` and a
+blocked temporary path are never taken for a verdict. Each verdict is then checked: the exit
+status agrees with the verdict's status, the schema is the harness's, and ``kernel.sha256`` is
+the hash of the kernel the caller read before the run.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import secrets
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from inspect_ai.util import sandbox
+from inspect_ai.util import sandbox, store
 
 from evals.bench.settings import TaskSettings
 
 RESULTS_DIR = ".kernelseek"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding this `evals`
+VERDICT_SCHEMA = "kernelseek.verdict/1"
+LAST_VERDICT_KEY = "kernelseek:last_verdict"
+EXIT_STATUS = {"ok": 0, "failed": 1, "error": 2}
+REQUIRED_KEYS = ("schema", "command", "kernel", "status", "scenarios", "aggregates")
+
+# Runs inside the sandbox (stdlib and the harness only: the image may lack inspect_ai).
+RELAY = """
+import os, shutil, sys, tempfile
+nonce = sys.stdin.readline().strip()
+from evals.harness.cli import main
+d = tempfile.mkdtemp(prefix="kernelseek-verdict-")
+try:
+    path = os.path.join(d, "verdict.json")
+    rc = main(sys.argv[1:] + ["--json", path])
+    body = open(path).read() if os.path.isfile(path) else ""
+finally:
+    shutil.rmtree(d, ignore_errors=True)
+sys.stdout.write("\\n" + nonce + "\\n" + body.replace("\\n", " ") + "\\n")
+sys.stdout.flush()
+sys.exit(rc)
+"""
 
 
 @dataclass(frozen=True)
 class HarnessRun:
-    """One harness invocation: its exit status, table, and verdict (None if unreadable)."""
+    """One harness invocation: its exit status, table, and verdict (None if rejected).
+
+    Attributes:
+        returncode: The harness's exit status (-1: it did not finish).
+        table: The harness's table (stdout without the verdict).
+        verdict: The checked verdict, or None.
+        error: Why there is no verdict (one line), or None.
+        kernel_sha256: Hash of the kernel file read just before the run.
+    """
 
     returncode: int
     table: str
     verdict: dict[str, Any] | None
     error: str | None = None
+    kernel_sha256: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -28,15 +72,79 @@ class HarnessRun:
         return self.returncode == 0 and self.verdict is not None
 
 
-async def read_verdict(command: Literal["check", "bench", "score"]) -> dict[str, Any] | None:
-    """The verdict the last ``command`` tool call left in the workspace, or None."""
+def split_output(stdout: str, nonce: str) -> tuple[str, str | None]:
+    """Split the relay's stdout into the table and the verdict text after the last nonce."""
+    marker = f"\n{nonce}\n"
+    head, sep, tail = stdout.rpartition(marker)
+    if not sep:
+        return stdout.strip(), None
+    return head.strip(), tail.strip() or None
+
+
+def check_verdict(
+    text: str | None, *, returncode: int, command: str, kernel_sha256: str
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Parse and check a verdict; returns (verdict, None) or (None, one-line reason)."""
+    if text is None:
+        return None, f"the harness wrote no verdict (exit status {returncode})"
     try:
-        verdict: dict[str, Any] = json.loads(
-            await sandbox().read_file(f"{RESULTS_DIR}/{command}.json")
-        )
-    except Exception:
+        verdict = json.loads(text)
+    except ValueError as exc:
+        return None, f"the verdict is not JSON: {exc}"
+    if not isinstance(verdict, dict) or any(k not in verdict for k in REQUIRED_KEYS):
+        return None, f"the verdict lacks one of {', '.join(REQUIRED_KEYS)}"
+    if verdict["schema"] != VERDICT_SCHEMA:
+        return None, f"verdict schema {verdict['schema']!r} is not {VERDICT_SCHEMA}"
+    if verdict["command"] != command:
+        return None, f"verdict of {verdict['command']!r}, expected {command!r}"
+    if EXIT_STATUS.get(verdict["status"]) != returncode:
+        return None, f"exit status {returncode} disagrees with verdict status {verdict['status']!r}"
+    found = (verdict.get("kernel") or {}).get("sha256")
+    if found != kernel_sha256:
+        return None, f"the verdict is for kernel {str(found)[:12]}, not {kernel_sha256[:12]}"
+    return verdict, None
+
+
+def last_verdict(command: Literal["check", "bench", "score"]) -> dict[str, Any] | None:
+    """The checked verdict of this sample's last ``command`` run, or None."""
+    verdicts: dict[str, Any] = store().get(LAST_VERDICT_KEY, {})
+    found: dict[str, Any] | None = verdicts.get(command)
+    return found
+
+
+def remember(command: Literal["check", "bench", "score"], verdict: dict[str, Any] | None) -> None:
+    """Keep ``verdict`` as this sample's last ``command`` verdict (None: the last run had none)."""
+    verdicts: dict[str, Any] = store().get(LAST_VERDICT_KEY, {})
+    store().set(LAST_VERDICT_KEY, {**verdicts, command: verdict})
+
+
+async def read_verdict(command: Literal["check", "bench", "score"]) -> dict[str, Any] | None:
+    """The verdict of the last ``command`` tool call (kept by the scorer side, not the agent's)."""
+    return last_verdict(command)
+
+
+def harness_env(settings: TaskSettings) -> dict[str, str] | None:
+    """In the local sandbox, the harness imports the same ``evals`` as the Inspect process.
+
+    (Without it, ``-P`` resolves ``evals`` through site-packages, which may be another
+    checkout's editable install.) Container sandboxes use their image's install.
+    """
+    if settings.sandbox != "local":
         return None
-    return verdict
+    paths = [str(PACKAGE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {"PYTHONPATH": os.pathsep.join(paths)}
+
+
+def harness_argv(
+    settings: TaskSettings, command: Literal["check", "bench", "score"], suite: str
+) -> list[str]:
+    """The sandbox command line: the relay, then the harness's own arguments."""
+    python = settings.harness_command()[0]
+    return [
+        *(python, "-P", "-c", RELAY),
+        *(command, "--target", settings.target, "--kernel", settings.kernel_file),
+        *("--suite", suite, "--quiet"),
+    ]
 
 
 async def run_harness(
@@ -46,34 +154,33 @@ async def run_harness(
     suite: str,
     timeout: int,
 ) -> HarnessRun:
-    """Run ``python -m evals.harness COMMAND`` on the workspace kernel; never raises."""
-    out = f"{RESULTS_DIR}/{command}.json"
-    cmd = [
-        *settings.harness_command(),
-        command,
-        "--target",
-        settings.target,
-        "--kernel",
-        settings.kernel_file,
-        "--suite",
-        suite,
-        "--json",
-        out,
-        "--quiet",
-    ]
+    """Run the harness's ``command`` on the workspace kernel and check its verdict; never raises."""
+    remember(command, None)  # a run without a verdict leaves none behind, never a stale one
     sb = sandbox()
     try:
-        await sb.exec(["mkdir", "-p", RESULTS_DIR], timeout=60)
-        result = await sb.exec(cmd, timeout=timeout)
-    except TimeoutError:
-        return HarnessRun(-1, "", None, f"the harness did not finish within {timeout} s")
-    except Exception as exc:  # a broken sandbox must not fail the eval
-        return HarnessRun(-1, "", None, f"sandbox error: {type(exc).__name__}: {exc}")
-    table = (result.stdout or "").strip()
-    try:
-        verdict = json.loads(await sb.read_file(out))
+        source = await sb.read_file(settings.kernel_file, text=False)
     except Exception as exc:
+        return HarnessRun(-1, "", None, f"cannot read {settings.kernel_file}: {exc}")
+    sha = hashlib.sha256(source).hexdigest()
+    nonce = f"KERNELSEEK-VERDICT-{secrets.token_hex(16)}"
+    try:
+        result = await sb.exec(
+            harness_argv(settings, command, suite),
+            input=nonce + "\n",
+            env=harness_env(settings),
+            timeout=timeout,
+        )
+    except TimeoutError:
+        return HarnessRun(-1, "", None, f"the harness did not finish within {timeout} s", sha)
+    except Exception as exc:  # a broken sandbox must not fail the eval
+        return HarnessRun(-1, "", None, f"sandbox error: {type(exc).__name__}: {exc}", sha)
+    table, text = split_output(result.stdout or "", nonce)
+    verdict, reason = check_verdict(
+        text, returncode=result.returncode, command=command, kernel_sha256=sha
+    )
+    if verdict is None:
         tail = (result.stderr or "").strip().splitlines()[-3:]
-        reason = f"no verdict ({type(exc).__name__}); harness said: {' | '.join(tail)}"
-        return HarnessRun(result.returncode, table, None, reason)
-    return HarnessRun(result.returncode, table, verdict)
+        said = f"; harness said: {' | '.join(tail)}" if tail else ""
+        return HarnessRun(result.returncode, table, None, f"{reason}{said}", sha)
+    remember(command, verdict)
+    return HarnessRun(result.returncode, table, verdict, None, sha)

@@ -1,65 +1,120 @@
-"""Metrics across samples (epochs): geometric mean and a bootstrap confidence interval.
+"""Metrics over every epoch's score (``scores="unreduced"``: each epoch is one draw).
 
-Use them keyed by value name on dict-valued scores, e.g.
-``metrics={"speedup": [mean(), stderr(), ci_lower(), ci_upper(), geometric_mean()]}``.
+Inspect reduces epochs to one score per sample before ordinary metrics run, and a task has one
+sample, so reduced metrics would see a single number (zero-width intervals). These metrics see
+one score per sample per epoch. Keyed by value name on the scorer's dict-valued scores:
+
+- on ``success`` (1 when every scenario is correct): ``mean`` is the success rate, with its
+  Wilson interval ``wilson_low`` / ``wilson_high``;
+- on ``speedup`` (geomean vs the upstream, 0 for a failed run): ``geomean_ok`` over the
+  successful runs with its BCa bootstrap interval ``ci_low`` / ``ci_high``,
+  and KernelBench's ``fast_1_0`` / ``fast_1_1`` (share of runs correct and faster than 1.0x /
+  1.1x the upstream).
+
+An undefined value (no successful run) is reported as 0.
 """
 
 from __future__ import annotations
 
-import math
-import random
-
 from inspect_ai.scorer import Metric, SampleScore, metric
 
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
+from evals.stats import fast_p, geomean, geomean_ci, wilson
 
 
 def _values(scores: list[SampleScore]) -> list[float]:
     return [s.score.as_float() for s in scores]
 
 
-@metric
-def geometric_mean() -> Metric:
-    """Geometric mean; 0 when any sample scored 0 (a failed kernel counts fully)."""
+@metric(scores="unreduced")
+def rate() -> Metric:
+    """Mean over every epoch's score (for 0/1 values: the success rate)."""
 
     def compute(scores: list[SampleScore]) -> float:
         vals = _values(scores)
-        if not vals or min(vals) <= 0:
-            return 0.0
-        return math.exp(sum(math.log(v) for v in vals) / len(vals))
+        return sum(vals) / len(vals) if vals else 0.0
 
     return compute
 
 
-def _bootstrap_means(vals: list[float]) -> list[float]:
-    rng = random.Random(BOOTSTRAP_SEED)
-    n = len(vals)
-    return sorted(sum(rng.choices(vals, k=n)) / n for _ in range(BOOTSTRAP_RESAMPLES))
-
-
-def _percentile(sorted_vals: list[float], q: float) -> float:
-    idx = min(len(sorted_vals) - 1, max(0, round(q * (len(sorted_vals) - 1))))
-    return sorted_vals[idx]
-
-
-@metric
-def ci_lower(level: float = 0.95) -> Metric:
-    """Lower end of the percentile-bootstrap confidence interval of the mean."""
+@metric(scores="unreduced")
+def wilson_low(level: float = 0.95) -> Metric:
+    """Lower end of the Wilson interval of the success rate (values 0/1)."""
 
     def compute(scores: list[SampleScore]) -> float:
         vals = _values(scores)
-        return _percentile(_bootstrap_means(vals), (1 - level) / 2) if vals else 0.0
+        return wilson(sum(1 for v in vals if v > 0), len(vals), level=level)[0]
 
     return compute
 
 
-@metric
-def ci_upper(level: float = 0.95) -> Metric:
-    """Upper end of the percentile-bootstrap confidence interval of the mean."""
+@metric(scores="unreduced")
+def wilson_high(level: float = 0.95) -> Metric:
+    """Upper end of the Wilson interval of the success rate (values 0/1)."""
 
     def compute(scores: list[SampleScore]) -> float:
         vals = _values(scores)
-        return _percentile(_bootstrap_means(vals), (1 + level) / 2) if vals else 0.0
+        return wilson(sum(1 for v in vals if v > 0), len(vals), level=level)[1]
+
+    return compute
+
+
+@metric(scores="unreduced")
+def geomean_ok() -> Metric:
+    """Geometric mean of the speedups of the successful runs (0 if none succeeded)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return geomean(_values(scores)) or 0.0
+
+    return compute
+
+
+@metric(scores="unreduced")
+def ci_low(level: float = 0.95) -> Metric:
+    """Lower end of the BCa bootstrap interval of :func:`geomean_ok`."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        ci = geomean_ci(_values(scores), level=level)
+        return ci[0] if ci else 0.0
+
+    return compute
+
+
+@metric(scores="unreduced")
+def ci_high(level: float = 0.95) -> Metric:
+    """Upper end of the BCa bootstrap interval of :func:`geomean_ok`."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        ci = geomean_ci(_values(scores), level=level)
+        return ci[1] if ci else 0.0
+
+    return compute
+
+
+@metric(scores="unreduced")
+def fast_1_0() -> Metric:
+    """Share of runs correct and faster than the upstream (KernelBench's fast_1)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return fast_p(_values(scores), 1.0)
+
+    return compute
+
+
+@metric(scores="unreduced")
+def fast_1_1() -> Metric:
+    """Share of runs correct and at least 1.1x faster than the upstream (fast_1.1)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return fast_p(_values(scores), 1.1)
+
+    return compute
+
+
+@metric(scores="unreduced")
+def runs() -> Metric:
+    """Number of scored runs (samples x epochs)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return float(len(scores))
 
     return compute

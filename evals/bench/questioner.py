@@ -9,6 +9,7 @@ from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageUser
 
 from evals.bank import focus_from_scenarios
+from evals.bench.budget import spend
 from evals.bench.decisions import (
     DecisionPoint,
     LimitClaimDetector,
@@ -117,5 +118,6 @@ class Questioner:
             }
             event: dict[str, Any] = {"question": {**meta, "text": asked.text}}
             transcript().info(event, source="kernelseek")
+            spend("questions")
             messages.append(ChatMessageUser(content=asked.text, metadata={"kernelseek": meta}))
         return messages

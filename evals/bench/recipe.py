@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import itertools
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,11 +13,12 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.bench.agent import log_settings, run_agent
+from evals.bench.budget import spend, spent
 from evals.bench.harness_exec import read_verdict
 from evals.bench.settings import TaskSettings
 
 RECIPES = Path(__file__).resolve().parent / "recipes"
-MIN_STAGE_TURNS = 2
+MIN_STAGE_MESSAGES = 4  # two turns
 
 
 class Stage(BaseModel):
@@ -43,31 +45,49 @@ def load_recipe(path: Path) -> Recipe:
     return Recipe.model_validate(yaml.safe_load(path.read_text()))
 
 
+def stage_ends(recipe: Recipe, messages: int) -> list[int]:
+    """Where each stage ends, in agent messages spent since the run began (cumulative).
+
+    Shares are of the agent's message budget and counted in messages, the unit the budget is
+    spent in (counting turns against a share of messages promised twice the budget: a turn is
+    at least 2 messages, and the last stages were unreachable). Boundaries are absolute, so a
+    turn that overshoots one does not push the later ones back; each stage gets at least
+    :data:`MIN_STAGE_MESSAGES` where the budget allows, earlier stages giving way, so the last
+    stage always starts before the budget is spent.
+    """
+    sizes = [max(MIN_STAGE_MESSAGES, int(s.budget_share * messages)) for s in recipe.stages]
+    for i in range(len(sizes) - 2, -1, -1):
+        over = sum(sizes) - messages
+        if over <= 0:
+            break
+        sizes[i] = max(1, sizes[i] - over)
+    return list(itertools.accumulate(sizes))
+
+
 class StageController:
     """Advances through the recipe's stages as their exit criteria are met."""
 
-    def __init__(self, recipe: Recipe, message_limit: int, upstream: str) -> None:
+    def __init__(self, recipe: Recipe, messages: int, upstream: str) -> None:
         self.recipe, self.upstream = recipe, upstream
-        self.budgets = [
-            max(MIN_STAGE_TURNS, round(s.budget_share * message_limit)) for s in recipe.stages
-        ]
-        self.index, self.turns, self.best = 0, 0, 0.0
+        self.ends = stage_ends(recipe, messages)
+        self.index, self.best = 0, 0.0
 
     def start(self) -> ChatMessageUser:
         """The first stage's prompt."""
         return self._enter(0, "start")
 
     def _enter(self, index: int, reason: str) -> ChatMessageUser:
-        self.index, self.turns = index, 0
+        self.index = index
         stage = self.recipe.stages[index]
         info: dict[str, Any] = {
             "stage": stage.name,
             "index": index,
             "of": len(self.recipe.stages),
             "reason": reason,
-            "budget_turns": self.budgets[index],
+            "ends_at_agent_message": self.ends[index],
         }
         transcript().info({"recipe_stage": info}, source="kernelseek")
+        spend("recipe_prompts")
         return ChatMessageUser(
             content=stage.prompt, metadata={"kernelseek": {"source": "recipe", **info}}
         )
@@ -78,9 +98,9 @@ class StageController:
         return [self._enter(self.index + 1, reason)]
 
     async def on_reply(self, text: str) -> list[ChatMessageUser]:
-        """Count the turn; a stage whose budget is used up ends."""
-        self.turns += 1
-        return self._advance("budget") if self.turns >= self.budgets[self.index] else []
+        """A stage whose share of the agent's messages is spent ends."""
+        used = spent("agent_messages")
+        return self._advance("budget") if used >= self.ends[self.index] else []
 
     async def on_tools(self, names: set[str]) -> list[ChatMessageUser]:
         """End the stage when its criterion is met by this turn's check or bench."""

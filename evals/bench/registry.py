@@ -15,10 +15,13 @@ No solver code is duplicated per task.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import sys
 import types
 from collections.abc import Callable
+from pathlib import Path
 
+from inspect_ai import Task, task
 from inspect_ai.solver import Solver, solver
 
 from evals.bench.agent import kernel_agent
@@ -63,4 +66,38 @@ def _alias(name: str, factory: Callable[..., Solver], module_name: str) -> Calla
 
     alias.__module__ = module_name
     alias.__name__ = alias.__qualname__ = name
+    return alias
+
+
+TASK_DIRS = ("cpu_attention", "fa3_hopper", "fa4_blackwell")
+
+
+def register_tasks(root: Path) -> list[str]:
+    """Register the task files under ``root/tasks`` as ``evals/<task>``; returns the names.
+
+    Lets ``inspect eval evals/fa3_hopper`` work like ``inspect eval tasks/fa3_hopper`` (the
+    files stay the one definition). Missing files (a wheel without the repository) are skipped.
+    """
+    sys.modules.setdefault(_ALIAS_MODULE, types.ModuleType(_ALIAS_MODULE))
+    names = []
+    for name in TASK_DIRS:
+        path = root / "tasks" / name / f"{name}.py"
+        if not path.is_file():
+            continue
+        spec = importlib.util.spec_from_file_location(f"kernelseek_tasks_{name}", path)
+        if spec is None or spec.loader is None:
+            continue
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        task(name=f"{NAMESPACE}/{name}")(_task_alias(getattr(module, name)))
+        names.append(f"{NAMESPACE}/{name}")
+    return names
+
+
+def _task_alias(factory: Callable[..., Task]) -> Callable[..., Task]:
+    @functools.wraps(factory)
+    def alias(*args: object, **kwargs: object) -> Task:
+        return factory(*args, **kwargs)
+
+    alias.__module__ = _ALIAS_MODULE
     return alias

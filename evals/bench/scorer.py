@@ -1,53 +1,67 @@
-"""``kernel_speedup``: the final verdict of the harness, run in the sandbox, as an Inspect score."""
+"""``kernel_speedup``: the final verdict of the harness, run in the sandbox, as an Inspect score.
+
+Before scoring, the agent's leftover processes are stopped; the verdict comes back on the
+harness's own channel and is checked (exit status, schema, kernel hash), see
+:mod:`evals.bench.harness_exec`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
+from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
+from evals.bench import budget
 from evals.bench.harness_exec import HarnessRun, run_harness
-from evals.bench.metrics import ci_lower, ci_upper, geometric_mean
+from evals.bench.metrics import (
+    ci_high,
+    ci_low,
+    fast_1_0,
+    fast_1_1,
+    geomean_ok,
+    rate,
+    runs,
+    wilson_high,
+    wilson_low,
+)
+from evals.bench.processes import stop_agent_processes
 from evals.bench.settings import TaskSettings
+from evals.bench.summary import category_geomeans, scenario_rows, upstream_summary
 
-ZERO = {"speedup": 0.0, "speedup_vs_fastest": 0.0, "correct": 0.0, "passed": 0.0}
-
-
-def _scenario_rows(verdict: dict[str, Any]) -> list[dict[str, Any]]:
-    """Compact per-scenario results for the score's metadata."""
-    rows = []
-    for sc in verdict.get("scenarios", []):
-        cand = sc.get("times_us", {}).get("candidate")
-        rows.append(
-            {
-                "id": sc["id"],
-                "correct": sc["correct"],
-                "failure": sc.get("failure"),
-                "speedup": sc.get("speedup"),
-                "candidate_us": cand["median_us"] if cand else None,
-                "errors": sc.get("errors"),
-                "flags": sc.get("flags"),
-            }
-        )
-    return rows
+ZERO = {"success": 0.0, "speedup": 0.0, "speedup_vs_fastest": 0.0, "passed": 0.0, "coverage": 0.0}
 
 
-def score_from_run(run: HarnessRun, upstream: str) -> Score:
-    """Turn a harness run into a score; 0 with the reason when anything failed."""
+def score_from_run(run: HarnessRun, upstream: str, extra: dict[str, Any] | None = None) -> Score:
+    """Turn a harness run into a score; 0 with the reason when anything failed.
+
+    Values: ``success`` (1 if every scenario is correct), ``speedup`` (geomean vs ``upstream``
+    over the scenarios it ran; 0 unless success), ``speedup_vs_fastest``, ``passed`` (fraction
+    of scenarios correct) and ``coverage`` (fraction of scenarios ``upstream`` ran).
+    """
+    meta: dict[str, Any] = {
+        "upstream": upstream,
+        "kernel_sha256": run.kernel_sha256,
+        **(extra or {}),
+    }
     if run.verdict is None:
-        return Score(value=dict(ZERO), explanation=f"no verdict: {run.error}")
+        return Score(value=dict(ZERO), explanation=f"no verdict: {run.error}", metadata=meta)
     verdict = run.verdict
     agg = verdict["aggregates"]
-    meta = {
-        "scenarios": _scenario_rows(verdict),
+    ups = upstream_summary(verdict)
+    meta |= {
+        "scenarios": scenario_rows(verdict),
+        "upstreams": ups,
+        "categories": category_geomeans(verdict, upstream),
         "flags": verdict.get("flags"),
         "provenance": verdict.get("provenance"),
         "seed": verdict.get("seed"),
+        "suite": verdict.get("suite"),
         "status": verdict.get("status"),
         "failure": verdict.get("failure"),
     }
     passed = agg["passed"] / agg["scenarios"] if agg["scenarios"] else 0.0
+    coverage = (ups.get(upstream) or {}).get("coverage", 0.0)
     if not agg["all_correct"]:
         failures = [
             f"{s['id']}: {s['failure']['reason']}" for s in verdict["scenarios"] if s.get("failure")
@@ -55,42 +69,53 @@ def score_from_run(run: HarnessRun, upstream: str) -> Score:
         explanation = f"{agg['passed']}/{agg['scenarios']} scenarios correct; " + "; ".join(
             failures
         )
-        return Score(value={**ZERO, "passed": passed}, explanation=explanation, metadata=meta)
-    geo = agg["geomean_speedup"]
+        value = {**ZERO, "passed": passed, "coverage": coverage}
+        return Score(value=value, explanation=explanation, metadata=meta)
     value = {
-        "speedup": geo.get(upstream) or 0.0,
-        "speedup_vs_fastest": geo.get("fastest") or 0.0,
-        "correct": 1.0,
+        "success": 1.0,
+        "speedup": (ups.get(upstream) or {}).get("geomean") or 0.0,
+        "speedup_vs_fastest": (ups.get("fastest") or {}).get("geomean") or 0.0,
         "passed": passed,
+        "coverage": coverage,
     }
     explanation = (
-        f"all {agg['scenarios']} scenarios correct; geomean speedup "
-        f"{value['speedup']:.3f}x vs {upstream}, {value['speedup_vs_fastest']:.3f}x "
-        "vs the fastest upstream per scenario"
+        f"all {agg['scenarios']} scenarios correct; geomean speedup {value['speedup']:.3f}x vs "
+        f"{upstream} (coverage {coverage:.0%}), {value['speedup_vs_fastest']:.3f}x vs the "
+        "fastest upstream per scenario"
     )
     return Score(value=value, explanation=explanation, metadata=meta)
 
 
 @scorer(
     metrics={
-        "speedup": [mean(), stderr(), ci_lower(), ci_upper(), geometric_mean()],
-        "speedup_vs_fastest": [mean(), geometric_mean()],
-        "correct": [mean()],
-        "passed": [mean()],
+        "success": [rate(), wilson_low(), wilson_high(), runs()],
+        "speedup": [
+            geomean_ok(),
+            ci_low(),
+            ci_high(),
+            fast_1_0(),
+            fast_1_1(),
+        ],
+        "speedup_vs_fastest": [geomean_ok(), fast_1_0()],
+        "passed": [rate()],
+        "coverage": [rate()],
     }
 )
 def kernel_speedup() -> Scorer:
     """Score the final kernel with the harness's ``score`` (score suite, secret seed).
 
-    Value: ``speedup`` (geomean vs the task's upstream; 0 if any scenario fails),
-    ``speedup_vs_fastest``, ``correct`` (0/1) and ``passed`` (fraction of scenarios).
+    Metrics see every epoch (see :mod:`evals.bench.metrics`): success rate with a Wilson
+    interval, the geomean speedup over successful runs with a BCa interval, fast_1.0/fast_1.1.
+    The metadata records the budgets spent (``budget``) and the processes stopped.
     """
 
     async def score(state: TaskState, target: Target) -> Score:
         settings = TaskSettings.from_json(state.metadata["settings"])
+        stopped = await stop_agent_processes(settings)
         run = await run_harness(
             settings, "score", suite=settings.score_suite, timeout=settings.score_timeout
         )
-        return score_from_run(run, settings.upstream)
+        extra = {"stopped_processes": stopped, "budget": budget.report()}
+        return score_from_run(run, settings.upstream, extra)
 
     return score

@@ -25,9 +25,12 @@ class TaskSettings:
         upstream: The upstream the ``speedup`` score is against (or ``fastest``).
         sandbox: ``local`` (no isolation), ``docker`` or ``k8s``.
         attempts: Submissions allowed; a failed verification sends the agent back to work.
-        message_limit: Messages per sample.
-        token_limit: Tokens per sample (None: unlimited).
-        time_limit: Wall-clock seconds per sample (None: unlimited).
+        message_limit: Messages of the agent's loop (see :mod:`evals.bench.budget`).
+        token_limit: Tokens of the agent model's generations (None: unlimited).
+        time_limit: Working time of the sample, in seconds (None: unlimited).
+        evaluations: Harness runs the agent may ask for (check, bench, profile).
+        seed_offset: Added to the epoch to seed each run: a second run with
+            ``seed_offset=n`` draws new seeds instead of repeating 1..n.
         check_timeout: Seconds for one ``check`` or ``bench`` tool call.
         score_timeout: Seconds for the final score.
     """
@@ -41,6 +44,8 @@ class TaskSettings:
     message_limit: int = 400
     token_limit: int | None = None
     time_limit: int | None = None
+    evaluations: int = 60
+    seed_offset: int = 0
     check_timeout: int = 900
     score_timeout: int = 3600
 

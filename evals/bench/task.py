@@ -46,12 +46,15 @@ def validate(settings: TaskSettings) -> None:
         "message_limit",
         "token_limit",
         "time_limit",
+        "evaluations",
         "check_timeout",
         "score_timeout",
     ):
         value = getattr(settings, name)
         if value is not None and (not isinstance(value, int) or value < 1):
             raise TaskArgumentError(f"{name} must be a positive integer, got {value!r}")
+    if not isinstance(settings.seed_offset, int) or settings.seed_offset < 0:
+        raise TaskArgumentError(f"seed_offset must be >= 0, got {settings.seed_offset!r}")
 
 
 def sandbox_spec(settings: TaskSettings, root: Path) -> str | tuple[str, str]:
@@ -90,9 +93,9 @@ def kernel_task(
         solver=solver or kernel_agent(),
         scorer=kernel_speedup(),
         sandbox=sandbox_spec(settings, root),
-        message_limit=settings.message_limit,
-        token_limit=settings.token_limit,
-        time_limit=settings.time_limit,
+        # agent messages and tokens are enforced by the arms (evals.bench.budget), so that
+        # questions and the questioner's tokens do not consume the agent's budget
+        working_limit=settings.time_limit,
         version=version,
         metadata={"settings": settings.to_json()},
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from inspect_ai.tool import Tool, tool
 
-from evals.bench.harness_exec import run_harness
+from evals.bench.budget import budgeted_harness
 from evals.bench.settings import TaskSettings
 
 MAX_TABLE_CHARS = 6000
@@ -25,7 +25,7 @@ def check(settings: TaskSettings) -> Tool:
         Returns:
             A table: per scenario, correct or not, max error and tolerance; failures with reasons.
         """
-        run = await run_harness(
+        run = await budgeted_harness(
             settings, "check", suite=settings.suite, timeout=settings.check_timeout
         )
         return _report(run.table, run.error)
@@ -44,7 +44,7 @@ def bench(settings: TaskSettings) -> Tool:
             A table: per scenario, correctness, time in microseconds for your kernel and each
             upstream, speedups; then the geometric-mean speedup.
         """
-        run = await run_harness(
+        run = await budgeted_harness(
             settings, "bench", suite=settings.suite, timeout=settings.check_timeout
         )
         return _report(run.table, run.error)

@@ -16,11 +16,12 @@ from inspect_ai import Task, task
 from evals.bench import TaskSettings, kernel_task
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 5  # 2: symbols read from the candidate's objects; dispatcher lookups forbidden;
+TASK_VERSION = 6  # 2: symbols read from the candidate's objects; dispatcher lookups forbidden;
 # 3: a fresh q before every timed call (a cache keyed on input contents gained 9x);
 # 4: unconverged timing re-timed once; one harness run at a time per device (a lock)
 # 5: suites add seqlen_q != seqlen_k, lengths 1 and primes, non-default scales, large q/k
-# symbol allow-list, preprocessor includes, no raw syscalls; a roofline floor (10x matmul)
+# symbol allow-list, preprocessor includes, no raw syscalls; a roofline floor (10x matmul);
+# 6: one budget for every arm (evaluations; questions outside the agent's), verdict channel
 TARGET = "cpu_attention"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +39,8 @@ def cpu_attention(
     message_limit: int = 200,
     token_limit: int | None = None,
     time_limit: int | None = None,
+    evaluations: int = 60,
+    seed_offset: int = 0,
 ) -> Task:
     """The CPU attention task (default sandbox: local, since it needs no GPU or isolation)."""
     settings = TaskSettings(
@@ -50,5 +53,7 @@ def cpu_attention(
         message_limit=message_limit,
         token_limit=token_limit,
         time_limit=time_limit,
+        evaluations=evaluations,
+        seed_offset=seed_offset,
     )
     return kernel_task(settings, version=TASK_VERSION, root=ROOT)

@@ -17,13 +17,14 @@ from inspect_ai import Task, task
 from evals.bench import TaskSettings, kernel_task
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 6  # 2: symbol and GPU trace checks on; 3: one trace session after all timing;
+TASK_VERSION = 7  # 2: symbol and GPU trace checks on; 3: one trace session after all timing;
 # 4: roofline floors allow 1.25x the measured ceilings (upstreams beat the copy rate);
 # 5: device time (host issue work hidden behind a spin) instead of host-inclusive time:
 # start.cu 0.285x -> 0.179x FA3 on dev; host issue cap; a fresh q before every timed call;
 # unconverged timing re-timed once; one harness run at a time per device (a lock)
 # 6: symbol allow-list, preprocessor includes, no raw syscalls; contract scenarios added to
-# every suite (bottom-right causal, primes, scales, varlen k lengths, fp8 descales, appends)
+# every suite (bottom-right causal, primes, scales, varlen k lengths, fp8 descales, appends);
+# 7: one budget for every arm (evaluations; questions outside the agent's), verdict channel
 TARGET = "fa3_hopper"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,6 +42,8 @@ def fa3_hopper(
     message_limit: int = 400,
     token_limit: int | None = None,
     time_limit: int | None = None,
+    evaluations: int = 60,
+    seed_offset: int = 0,
 ) -> Task:
     """The Hopper task, scored against FA3 (or ``cudnn``, ``fa2``, ``fastest``)."""
     settings = TaskSettings(
@@ -53,5 +56,7 @@ def fa3_hopper(
         message_limit=message_limit,
         token_limit=token_limit,
         time_limit=time_limit,
+        evaluations=evaluations,
+        seed_offset=seed_offset,
     )
     return kernel_task(settings, version=TASK_VERSION, root=ROOT)

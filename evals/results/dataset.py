@@ -1,0 +1,47 @@
+"""The results dataset: measured rows and reference rows as parquet, with a dataset card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evals.results.card import write_card
+from evals.results.reference import REFERENCE_ROWS
+from evals.results.rows import read_rows
+
+RUNS_FILE = "runs.parquet"
+REFERENCE_FILE = "reference.parquet"
+
+
+def _frame(rows: list[dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    first = [c for c in ("kind", "task", "task_version", "arm", "model", "epoch") if c in frame]
+    return frame[first + [c for c in frame.columns if c not in first]]
+
+
+def build(logs: list[Path], out: Path, *, note: str | None = None) -> int:
+    """Read every log under ``logs`` and write the dataset into ``out``; returns the row count.
+
+    Raises:
+        ValueError: No KernelSeek run was found in the logs.
+    """
+    rows = read_rows(logs)
+    if not rows:
+        raise ValueError(f"no KernelSeek samples in {', '.join(map(str, logs))}")
+    out.mkdir(parents=True, exist_ok=True)
+    runs = _frame(rows).sort_values(["task", "arm", "model", "epoch"], kind="stable")
+    runs.to_parquet(out / RUNS_FILE, index=False)
+    _frame(REFERENCE_ROWS).to_parquet(out / REFERENCE_FILE, index=False)
+    write_card(out, runs, note=note)
+    return len(runs)
+
+
+def load(folder: Path) -> tuple[Any, Any]:
+    """The measured and the reference table of a dataset folder (pandas DataFrames)."""
+    import pandas as pd
+
+    reference = folder / REFERENCE_FILE
+    ref = pd.read_parquet(reference) if reference.exists() else pd.DataFrame()
+    return pd.read_parquet(folder / RUNS_FILE), ref

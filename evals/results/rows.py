@@ -1,0 +1,152 @@
+"""One tidy row per run: (task, task version, arm, arm settings, model, epoch/seed).
+
+Rows are read with Inspect's public log API (:func:`inspect_ai.log.read_eval_log`);
+nothing is parsed from log files by hand. Nested facts (per-category and per-upstream geomeans,
+budgets spent, questions by trigger and source) are flattened into prefixed columns:
+``cat_<category>``, ``up_<upstream>_geomean`` / ``up_<upstream>_coverage``, ``budget_<name>``
+(spent) and ``limit_<name>``, ``questions_<source>_<trigger>``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.log import EvalLog, EvalSample, read_eval_log
+
+SCORER = "kernel_speedup"
+SCORE_FIELDS = ("success", "speedup", "speedup_vs_fastest", "passed", "coverage")
+
+
+def _info(sample: EvalSample, key: str) -> list[Any]:
+    return [
+        e.data[key]
+        for e in sample.events
+        if e.event == "info" and isinstance(e.data, dict) and key in e.data
+    ]
+
+
+def _arm(log: EvalLog, sample: EvalSample) -> tuple[str, dict[str, Any]]:
+    """The arm's name and resolved settings (logged by every arm), else the solver name.
+
+    An eval's metadata ``arm`` (``inspect eval --metadata arm=NAME``) overrides the name, so
+    variants of one solver (other ``-S`` settings, replayed kernels) are separate arms.
+    """
+    logged = _info(sample, "solver_settings")
+    events = [
+        e.data
+        for e in sample.events
+        if e.event == "info" and isinstance(e.data, dict) and "solver_settings" in e.data
+    ]
+    label = (log.eval.metadata or {}).get("arm")  # `--metadata arm=NAME` names a variant
+    if events and logged:
+        return str(label or events[0]["solver"]), dict(logged[0])
+    name = (log.eval.solver or "default").split("/")[-1]
+    return str(label or name), dict(log.eval.solver_args or {})
+
+
+def _questions(sample: EvalSample) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for m in sample.messages:
+        meta = (m.metadata or {}).get("kernelseek") if m.role == "user" else None
+        if isinstance(meta, dict) and meta.get("trigger"):
+            counts[f"questions_{meta.get('source')}_{meta['trigger']}"] += 1
+    return {"questions": sum(counts.values()), **dict(counts)}
+
+
+def _usage(sample: EvalSample) -> dict[str, Any]:
+    usage = list((sample.model_usage or {}).values())
+    costs = [u.total_cost for u in usage if u.total_cost is not None]
+    return {
+        "model_tokens": sum(u.total_tokens for u in usage),
+        "cost_usd": sum(costs) if costs else None,
+        "wall_time_s": sample.total_time,
+        "working_time_s": sample.working_time,
+        "messages": len(sample.messages),
+    }
+
+
+def _score(sample: EvalSample) -> dict[str, Any]:
+    score = (sample.scores or {}).get(SCORER)
+    if score is None:
+        return {"scored": False, "explanation": str(sample.error.message if sample.error else "")}
+    value = score.value if isinstance(score.value, dict) else {}
+    meta = score.metadata or {}
+    prov = meta.get("provenance") or {}
+    device = prov.get("device") or {}
+    row: dict[str, Any] = {"scored": True, "explanation": score.explanation}
+    row |= {f: float(value[f]) if f in value else None for f in SCORE_FIELDS}
+    row |= {
+        "upstream": meta.get("upstream"),
+        "kernel_sha256": meta.get("kernel_sha256"),
+        "score_suite": meta.get("suite"),
+        "score_seed": meta.get("seed"),
+        "harness_version": prov.get("harness_version"),
+        "harness_git_revision": prov.get("git_revision"),
+        "upstream_versions": json.dumps(prov.get("upstreams") or {}, sort_keys=True),
+        "torch": prov.get("torch"),
+        "cuda": prov.get("cuda"),
+        "device": device.get("name") or prov.get("cpu"),
+        "gpu_driver": device.get("driver"),
+        "gpu_capability": device.get("capability"),
+        "platform": prov.get("platform"),
+    }
+    row |= {f"cat_{c}": g for c, g in (meta.get("categories") or {}).items()}
+    for name, up in (meta.get("upstreams") or {}).items():
+        row |= {f"up_{name}_geomean": up.get("geomean"), f"up_{name}_coverage": up.get("coverage")}
+    budget = meta.get("budget") or {}
+    row |= {f"budget_{k}": v for k, v in (budget.get("spent") or {}).items()}
+    row |= {f"limit_{k}": v for k, v in (budget.get("limits") or {}).items()}
+    return row
+
+
+def sample_row(log: EvalLog, sample: EvalSample) -> dict[str, Any]:
+    """The dataset row of one sample (one epoch) of one log."""
+    arm, arm_settings = _arm(log, sample)
+    settings = (log.eval.metadata or {}).get("settings") or {}
+    return {
+        "kind": "measured",
+        "task": log.eval.task.split("/")[-1],
+        "task_version": log.eval.task_version,
+        "target": settings.get("target"),
+        "arm": arm,
+        "arm_settings": json.dumps(arm_settings, sort_keys=True, default=str),
+        "task_args": json.dumps(log.eval.task_args or {}, sort_keys=True, default=str),
+        "model": log.eval.model,
+        "sample_id": str(sample.id),
+        "epoch": sample.epoch,
+        "seed": (settings.get("seed_offset") or 0) + sample.epoch,
+        "eval_id": log.eval.eval_id,
+        "run_id": log.eval.run_id,
+        "created": log.eval.created,
+        "log_status": log.status,
+        "sample_error": sample.error.message.splitlines()[0] if sample.error else None,
+        **_score(sample),
+        **_questions(sample),
+        **_usage(sample),
+        "log_path": log.location,
+    }
+
+
+def log_paths(paths: list[Path]) -> list[Path]:
+    """Every ``.eval`` / ``.json`` log under the given files and folders, sorted."""
+    found: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found += [q for q in p.rglob("*") if q.suffix in (".eval", ".json") and q.is_file()]
+        else:
+            found.append(p)
+    return sorted(set(found))
+
+
+def read_rows(paths: list[Path]) -> list[dict[str, Any]]:
+    """Rows of every sample of every log under ``paths``; logs of other tasks are skipped."""
+    rows = []
+    for path in log_paths(paths):
+        log = read_eval_log(str(path))
+        if not log.samples or not (log.eval.metadata or {}).get("settings"):
+            continue
+        rows += [sample_row(log, s) for s in log.samples]
+    return rows

@@ -1,0 +1,33 @@
+"""The scriptable Inspect wrapper: arm in log names and tags, failing evals fail the command."""
+
+import os
+import subprocess
+import sys
+
+from evals.inspect_cli import option, tag_arm
+from tests.helpers import ROOT
+
+
+def test_arm_goes_into_the_log_name_pattern_and_tags(monkeypatch):
+    # set then delete: monkeypatch records the original state and restores it afterwards
+    monkeypatch.setenv("INSPECT_EVAL_LOG_FILE_PATTERN", "")
+    monkeypatch.delenv("INSPECT_EVAL_LOG_FILE_PATTERN")
+    args = tag_arm(["eval", "tasks/x", "--solver", "evals/open_ended", "--tags", "run7"])
+    assert option(args, "--tags") == "run7,arm:open_ended" and args.count("--tags") == 1
+    assert os.environ["INSPECT_EVAL_LOG_FILE_PATTERN"] == "{task}-open-ended_{id}"
+    assert tag_arm(["list", "logs"]) == ["list", "logs"]
+
+
+def test_an_eval_that_errors_exits_non_zero_with_one_line(tmp_path):
+    # the questioner model cannot be resolved: the sample errors, the log's status is error;
+    # `inspect eval` itself exits 0 here
+    proc = subprocess.run(
+        [sys.executable, "-m", "evals.inspect_cli", "eval", "tasks/cpu_attention",
+         "--solver", "kernelseek_model", "-S", "questioner=nosuchprovider/x",
+         "--model", "mockllm/model", "-T", "suite=smoke", "-T", "score_suite=smoke",
+         "--log-dir", str(tmp_path), "--display", "plain"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("error: ")]
+    assert "status error" in line and "kernelseek-model" in line
