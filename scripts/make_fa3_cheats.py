@@ -95,7 +95,8 @@ def corpus() -> dict[str, str]:
                 "host_sync",
                 "synchronises the device inside its call, so the host could finish work while "
                 "the timer's spin hides the host (device time would miss it).",
-                "the cap on the candidate's host issue time (HOST_WORK).",
+                "the symbol allow-list (a synchronising call is no launch API: "
+                "FORBIDDEN_SYMBOL); behind it, the cap on the host issue time (HOST_WORK).",
                 entry_points(
                     f"  at::Tensor out = naive_dense({DARGS});\n"
                     "  cudaStreamSynchronize(at::cuda::getCurrentCUDAStream());\n  return out;"
@@ -315,7 +316,8 @@ def corpus() -> dict[str, str]:
                 "dispatcher_library_call",
                 "calls aten::mm (cuBLAS) through the operator dispatcher, which no compute-op "
                 "symbol reveals.",
-                "GPU trace check: only the candidate's own kernels (TRACE_VIOLATION).",
+                "the symbol allow-list (the dispatcher call's RecordFunction: FORBIDDEN_SYMBOL); "
+                "behind it, the GPU trace check: only the candidate's own kernels.",
                 entry_points(
                     "  static auto mm = c10::Dispatcher::singleton()\n"
                     '      .findSchemaOrThrow("aten::mm", "")\n'

@@ -83,6 +83,13 @@ def score_from_run(run: HarnessRun, upstream: str, extra: dict[str, Any] | None 
         f"{upstream} (coverage {coverage:.0%}), {value['speedup_vs_fastest']:.3f}x vs the "
         "fastest upstream per scenario"
     )
+    unsettled = agg.get("not_converged", 0)
+    if unsettled:
+        meta["not_converged"] = unsettled
+        explanation += (
+            f"; timing did not converge on {unsettled} scenario(s) even after a re-time "
+            "(their figures are less precise)"
+        )
     return Score(value=value, explanation=explanation, metadata=meta)
 
 

@@ -21,7 +21,9 @@ TASK_VERSION = 6  # 2: symbols read from the candidate's objects; dispatcher loo
 # 4: unconverged timing re-timed once; one harness run at a time per device (a lock)
 # 5: suites add seqlen_q != seqlen_k, lengths 1 and primes, non-default scales, large q/k
 # symbol allow-list, preprocessor includes, no raw syscalls; a roofline floor (10x matmul);
-# 6: one budget for every arm (evaluations; questions outside the agent's), verdict channel
+# 6: one budget for every arm (evaluations; questions outside the agent's), verdict channel;
+# upstreams timed in their own process; timed outputs checked at random; a suspicious
+# speedup re-judged in a fresh process; fail fast
 TARGET = "cpu_attention"
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -24,7 +24,9 @@ TASK_VERSION = 7  # 2: symbol and GPU trace checks on; 3: one trace session afte
 # unconverged timing re-timed once; one harness run at a time per device (a lock)
 # 6: symbol allow-list, preprocessor includes, no raw syscalls; contract scenarios added to
 # every suite (bottom-right causal, primes, scales, varlen k lengths, fp8 descales, appends);
-# 7: one budget for every arm (evaluations; questions outside the agent's), verdict channel
+# 7: one budget for every arm (evaluations; questions outside the agent's), verdict channel;
+# upstreams timed in their own process; timed outputs checked at random; a suspicious
+# speedup re-judged in a fresh process; trace on exact kernel identities; fail fast
 TARGET = "fa3_hopper"
 ROOT = Path(__file__).resolve().parents[2]
 

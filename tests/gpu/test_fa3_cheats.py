@@ -24,7 +24,8 @@ CASES = [
     ("pointer_cache.cu", "check", PREFILL, Code.STALE_RESULT, "refilled with new data"),
     ("shape_cache.cu", "check", PREFILL, Code.INACCURATE, "exceeds tolerance"),
     ("timed_subset.cu", "bench", PREFILL, Code.STALE_RESULT, "a timed call"),
-    ("host_sync.cu", "bench", PREFILL, Code.HOST_WORK, "on the host"),
+    # on the H200 the allow-list rejects it before the host-issue cap is reached
+    ("host_sync.cu", "bench", PREFILL, Code.FORBIDDEN_SYMBOL, "cudaStreamSynchronize"),
     ("host_roundtrip.cu", "check", PREFILL, Code.TRACE_VIOLATION, "between host and device"),
     ("side_stream_created.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "CUDA stream"),
     ("side_stream_pooled.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
@@ -37,7 +38,8 @@ CASES = [
     ("cublas_call.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "vendor library"),
     ("cudnn_call.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "vendor library"),
     ("aten_matmul.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "torch compute operator matmul"),
-    ("dispatcher_library_call.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the candidate"),
+    # on the H200 the allow-list rejects it first (RecordFunction); the trace check stands behind
+    ("dispatcher_library_call.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "RecordFunction"),
     ("dlopen_library.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "dynamic loading"),
     ("read_file.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "file I/O"),
     ("getenv.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "environment access"),
@@ -73,8 +75,6 @@ def test_cheat_is_rejected_for_its_reason(kernel, command, scenario, code, text)
     failures = [r.failure for r in verdict.results if r.failure is not None]
     assert verdict.status == "failed" and failures, verdict.to_json()["checks"]
     assert failures[0].code == code and text in failures[0].reason, failures[0]
-    if kernel == "dispatcher_library_call.cu":  # caught by cuBLAS's kernel, not its own
-        assert "naive_attention" not in failures[0].reason
 
 
 def test_dev_shape_specialised_cheat_passes_the_dev_shapes():

@@ -1,5 +1,5 @@
 // Cheat: calls aten::mm (cuBLAS) through the operator dispatcher, which no compute-op symbol reveals.
-// Caught by: GPU trace check: only the candidate's own kernels (TRACE_VIOLATION).
+// Caught by: the symbol allow-list (the dispatcher call's RecordFunction: FORBIDDEN_SYMBOL); behind it, the GPU trace check: only the candidate's own kernels.
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>

@@ -1,5 +1,5 @@
 // Cheat: synchronises the device inside its call, so the host could finish work while the timer's spin hides the host (device time would miss it).
-// Caught by: the cap on the candidate's host issue time (HOST_WORK).
+// Caught by: the symbol allow-list (a synchronising call is no launch API: FORBIDDEN_SYMBOL); behind it, the cap on the host issue time (HOST_WORK).
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
