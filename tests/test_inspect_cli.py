@@ -4,7 +4,9 @@ import os
 import subprocess
 import sys
 
-from evals.inspect_cli import option, tag_arm
+import pytest
+
+from evals.inspect_cli import option, preflight, tag_arm
 from tests.helpers import ROOT
 
 
@@ -31,3 +33,24 @@ def test_an_eval_that_errors_exits_non_zero_with_one_line(tmp_path):
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     [line] = [x for x in proc.stderr.splitlines() if x.startswith("error: ")]
     assert "status error" in line and "kernelseek-model" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["-T", "suite=huge"], "suite='huge' is not a suite of cpu_attention"),
+        (["--solver", "nosuch"], "unknown solver 'nosuch'"),
+        (["--solver", "evals/nosuch"], "unknown solver 'evals/nosuch'"),
+        (["-T", "bogus=1"], "unknown task argument -T bogus"),
+        (["-T", "attempts=0"], "attempts must be a positive integer"),
+    ],
+)
+def test_a_wrong_solver_or_task_argument_is_one_line_before_inspect_runs(args, text):
+    assert text in preflight(["eval", "tasks/cpu_attention", *args, "--model", "mockllm/model"])
+
+
+def test_good_arguments_pass_the_preflight():
+    args = ["eval", "tasks/fa3_hopper/", "--solver", "evals/kernelseek_bank", "-T", "suite=smoke",
+            "-T", "upstream=cudnn", "-T", "token_limit=null"]
+    assert preflight(args) is None
+    assert preflight(["eval", "some/other_task.py", "-T", "anything=1"]) is None
