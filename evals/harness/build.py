@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from evals.harness.build_child import COMPILER_FAILED
+from evals.harness.cache_dir import default_cache_dir
 from evals.harness.failures import Code, Failure
 from evals.harness.hygiene import clean_environment, package_root
 from evals.harness.targets.base import Target
@@ -69,12 +70,6 @@ class BuildResult:
             "seconds": self.seconds,
             "cached": self.cached,
         }
-
-
-def default_cache_dir() -> Path:
-    """``$KERNELSEEK_CACHE`` or ``~/.cache/kernelseek``, plus ``builds``."""
-    root = os.environ.get("KERNELSEEK_CACHE") or Path.home() / ".cache" / "kernelseek"
-    return Path(root) / "builds"
 
 
 def build_key(target: Target, source: bytes) -> str:

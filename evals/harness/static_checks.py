@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals.harness import include_scan, symbol_baseline, syscalls
+from evals.harness.cache_dir import default_cache_dir
 from evals.harness.compile_command import read_compile_command
 from evals.harness.failures import Code, Failure
 from evals.harness.symbol_rules import first_unallowed
@@ -235,9 +236,11 @@ def _added_symbols(library: Path, policy: SourcePolicy, symbols: list[str]) -> l
     cmd = read_compile_command(library.parent)
     if cmd is None:
         raise RuntimeError(f"no compile command in {library.parent / 'build.ninja'}")
-    cache_root = library.parent.parent.parent  # <cache>/<key>/build/<library>
+    # the shared cache, also for score's private builds: the baseline depends on the
+    # toolchain alone, and a planted one cannot pass a denied symbol (the deny rules judge
+    # every symbol first)
     base = symbol_baseline.baseline_symbols(
-        cmd, policy.trivial_kernel, cache_root, undefined_symbols
+        cmd, policy.trivial_kernel, default_cache_dir(), undefined_symbols
     )
     return [s for s in symbols if s not in base]
 

@@ -5,9 +5,10 @@ registration and an allocation (and, on the GPU, one launch). Compiled with the 
 own compile command, its undefined symbols are what any candidate needs (torch's operator
 registration, allocator and error machinery for this torch and compiler); the symbol check
 then judges only what the candidate adds, against the allow-list of its target. The
-baseline's symbol list is cached beside the candidate's builds, keyed by the command and the
-trivial source, so each toolchain and target compiles it once (``score`` builds in a private
-cache, so it compiles its own).
+baseline's symbol list is cached in the shared build cache (also for ``score``, whose own
+builds go to a private cache), keyed by the command and the trivial source, so each toolchain
+and target compiles it once. A baseline planted there could only hide symbols that the deny
+rules, which judge every symbol first, let through.
 """
 
 from __future__ import annotations
