@@ -7,10 +7,11 @@ import os
 from evals.harness import get_target
 from evals.harness.hygiene import clean_environment, verify_install
 from evals.harness.worker_client import WorkerClient
-from tests.helpers import START_CPU, run_harness
+from tests.helpers import ROOT, START_CPU, run_harness
 
 
-def test_clean_environment_drops_injection_variables():
+def test_clean_environment_drops_injection_variables(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the caller's folder (an agent's workspace), not the harness's
     env = {"PATH": "/usr/bin", "HOME": "/home/a", "LD_PRELOAD": "/tmp/evil.so",
            "LD_LIBRARY_PATH": "/tmp", "PYTHONPATH": "/workspace", "CUDA_LAUNCH_BLOCKING": "1",
            "CUDA_VISIBLE_DEVICES": "0", "PYTHONSTARTUP": "/tmp/x.py"}
@@ -22,6 +23,9 @@ def test_clean_environment_drops_injection_variables():
     assert clean["PATH"] == "/usr/bin" and clean["CUDA_VISIBLE_DEVICES"] == "0"
     assert "/workspace" not in clean["PYTHONPATH"].split(os.pathsep)
     assert os.getcwd() not in clean["PYTHONPATH"].split(os.pathsep)
+    # the folder holding the harness's own package comes last: a worker or build child finds
+    # it even when this process found it in its working folder (a checkout run with -m)
+    assert clean["PYTHONPATH"].split(os.pathsep)[-1] == str(ROOT)
 
 
 def test_verify_install_detects_a_changed_file(tmp_path):
