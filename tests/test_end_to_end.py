@@ -31,8 +31,9 @@ def test_score_start_and_fast_kernels(tmp_path):
     s_start = start["aggregates"]["geomean_speedup"]["sdpa"]
     s_fast = fast["aggregates"]["geomean_speedup"]["sdpa"]
     assert s_fast > s_start
-    # the table, the time breakdown (adding up to the wall time) and the progress lines
-    assert "geomean speedup" in start_proc.stdout
+    # the table with its legend and summary, the time breakdown (adding up to the wall time)
+    assert "columns:" in start_proc.stdout and "x_UP" in start_proc.stdout
+    assert f"summary: all {len(start['scenarios'])} correct; geomean" in start_proc.stdout
     assert "phases: setup" in start_proc.stdout and "timing loops" in start_proc.stdout
     t = start["timing"]
     parts = t["build_s"] + t["setup_s"] + t["verify_s"] + t["probe_s"] + t["time_s"]
