@@ -6,9 +6,7 @@ process group, so a timeout kills the whole tree and nothing the build does touc
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import functools
 import hashlib
 import json
@@ -19,14 +17,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from evals.harness.build_child import COMPILER_FAILED
-from evals.harness.cache_dir import default_cache_dir
+from evals.harness.cache_dir import default_cache_dir, locked
 from evals.harness.failures import Code, Failure
 from evals.harness.hygiene import clean_environment, package_root
 from evals.harness.targets.base import Target
@@ -140,17 +137,6 @@ def first_error(log: str) -> str:
     return "compiler failed (see log)"
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _from_record(record: dict[str, object], key: str) -> BuildResult | None:
     lib = record.get("library")
     failure = record.get("failure")
@@ -174,7 +160,7 @@ def build(
     key = build_key(target, source)
     root = (cache_dir or default_cache_dir()) / key[:24]
     record_path = root / "result.json"
-    with _locked(root.with_suffix(".lock")):
+    with locked(root.with_suffix(".lock")):
         if record_path.is_file():
             cached = _from_record(json.loads(record_path.read_text()), key)
             if cached is not None:

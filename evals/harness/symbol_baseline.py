@@ -13,14 +13,13 @@ rules, which judge every symbol first, let through.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
+from evals.harness.cache_dir import locked
 from evals.harness.compile_command import CompileCommand
 
 TRIVIAL_DIR = Path(__file__).resolve().parent / "trivial"
@@ -54,7 +53,7 @@ def baseline_symbols(
     key = hashlib.sha256(cmd.identity().encode() + b"\0" + source).hexdigest()[:24]
     root = cache_root / f"baseline-{key}"
     record = root / "symbols.json"
-    with _locked(root.with_suffix(".lock")):
+    with locked(root.with_suffix(".lock")):
         if record.is_file():
             return frozenset(json.loads(record.read_text()))
         root.mkdir(parents=True, exist_ok=True)
@@ -77,14 +76,3 @@ def baseline_symbols(
         symbols = sorted(set(lister(obj)))
         record.write_text(json.dumps(symbols))
         return frozenset(symbols)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
