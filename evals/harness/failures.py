@@ -28,6 +28,7 @@ class Code(StrEnum):
     WRONG_DEVICE = "wrong_device"
     EXCEPTION = "exception"
     CRASH = "crash"
+    SANDBOX_VIOLATION = "sandbox_violation"
     TIMEOUT = "timeout"
     NAN_INF = "nan_inf"
     UNWRITTEN_OUTPUT = "unwritten_output"

@@ -2,9 +2,14 @@
 
 ``ncu`` follows the harness into its worker process (``--target-processes all``) while the
 harness checks one scenario, and prints the SpeedOfLight section of every kernel launched.
+The worker runs without its OS sandbox there (``KERNELSEEK_SANDBOX=off``): ncu's code injected
+into it changes file modes (on an H200 the sandbox killed it), and a profile is information
+for the agent, never a score.
 """
 
 from __future__ import annotations
+
+from evals.harness.os_sandbox import SANDBOX_ENV
 
 NCU_SECTIONS = ("--section", "SpeedOfLight", "--csv", "--page", "details")
 
@@ -22,6 +27,8 @@ def ncu_command(
         scenario: The id of the scenario to profile.
     """
     return [
+        "env",
+        f"{SANDBOX_ENV}=off",
         "ncu",
         *NCU_SECTIONS,
         "--target-processes",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 from evals.harness.verdict import ScenarioResult, Verdict, aggregates
@@ -56,13 +57,14 @@ def render(verdict: Verdict) -> str:
             lines.append(f"(all {len(verdict.results)} scenarios count as failed)")
         if verdict.build and verdict.build.get("log"):
             lines.append(str(verdict.build["log"]))
-        return "\n".join(lines)
+        return "\n".join(lines + protections_line(verdict.protections))
     ups = list(verdict.upstreams)
     with_latency = any(r.latency for r in verdict.results)
     lines += _table(verdict.results, ups, with_latency)
     lines += legend(ups, with_latency=with_latency, gpu=verdict.target != "cpu_attention")
     lines.append(summary(verdict))
     lines += _timing_lines(verdict.timing)
+    lines += protections_line(verdict.protections)
     lines += _failure_lines(verdict.results)
     lines += notes(verdict.results) + [f"note: {flag}" for flag in verdict.flags]
     return "\n".join(lines)
@@ -139,6 +141,22 @@ def summary(verdict: Verdict) -> str:
         return f"summary: all {n} correct{speed}"
     tail = f"{speed} (correct ones only)" if speed else ""
     return f"summary: {passed} of {n} correct, so the kernel does not pass{tail}"
+
+
+def protections_line(protections: Mapping[str, Any] | None) -> list[str]:
+    """One line: what protected the candidate's process (none when no worker started)."""
+    if not protections:
+        return []
+    extra = []
+    if protections.get("no_new_privs"):
+        extra.append("no new privileges")
+    if protections.get("core_dumps") is False:
+        extra.append("no core dumps")
+    limit = protections.get("memory_limit_bytes")
+    extra.append(f"memory limit {limit / 2**30:.1f} GiB" if limit else "no memory limit")
+    if protections.get("environment"):
+        extra.append(f"environment {protections['environment']}")
+    return [f"sandbox: seccomp {protections.get('seccomp', 'unknown')} | " + ", ".join(extra)]
 
 
 def _timing_lines(t: dict[str, float]) -> list[str]:

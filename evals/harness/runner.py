@@ -311,6 +311,7 @@ def _judge_all(
         for c in clients:
             c.start()
     except WorkerFailure as exc:
+        _protections(verdict, clients[0])
         failure = exc.failure
         if clients[0].sock is not None:  # the candidate's started: the upstreams' failed
             reason = f"the upstreams' worker failed to start: {failure.reason}"
@@ -319,6 +320,7 @@ def _judge_all(
             c.close()
         _fail_all(verdict, scenarios, failure)
         return
+    _protections(verdict, clients[0])
     try:
         ceilings = target.measure_ceilings() if verdict.command != "check" else None
         tally.setup_s = time.monotonic() - t0
@@ -333,6 +335,14 @@ def _judge_all(
         tally.worker_s = sum(c.worker_s for c in clients)
         for c in clients:
             c.close()
+
+
+def _protections(verdict: Verdict, client: WorkerClient) -> None:
+    """Record what protected the candidate's worker; flag a candidate run outside the sandbox."""
+    verdict.protections = client.protections
+    seccomp = str((client.protections or {}).get("seccomp", ""))
+    if client.protections and client.library is not None and not seccomp.startswith("active"):
+        verdict.flags.append(f"the candidate ran without the OS sandbox (seccomp {seccomp})")
 
 
 def _workers(target: Target, library: Path | None, settings: RunSettings) -> list[WorkerClient]:
@@ -388,7 +398,9 @@ def _judge_scenarios(
     verdict.provenance = {**verdict.provenance, "device_state": state}
 
 
-FAIL_FAST_CODES = frozenset({Code.CRASH, Code.TIMEOUT, Code.EXCEPTION, Code.LOAD_ERROR})
+FAIL_FAST_CODES = frozenset(
+    {Code.CRASH, Code.SANDBOX_VIOLATION, Code.TIMEOUT, Code.EXCEPTION, Code.LOAD_ERROR}
+)
 """Failures that repeat on every scenario at full cost: two in a row skip the rest."""
 
 

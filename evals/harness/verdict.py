@@ -155,6 +155,11 @@ class Verdict:
     checks: dict[str, str] = field(default_factory=dict)
     lock: LockRecord | None = None
     """The device lock this run held while judging (how long it waited, when it held it)."""
+    protections: dict[str, Any] | None = None
+    """What protected the candidate's worker process: its OS sandbox (``seccomp``: ``active:
+    ...``, ``audit: ...``, ``unavailable: why`` or ``off: ...``), no_new_privs, core dumps,
+    memory limit and environment (:mod:`evals.harness.os_sandbox`); None where no worker
+    started."""
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as JSON (schema :data:`VERDICT_SCHEMA`)."""
@@ -177,4 +182,5 @@ class Verdict:
             "flags": self.flags,
             "checks": self.checks,
             "lock": self.lock.to_json() if self.lock else None,
+            "protections": self.protections,
         }

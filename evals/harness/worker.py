@@ -14,15 +14,17 @@ import functools
 import json
 import random
 import re
+import resource
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from evals.harness import channel, trace
+from evals.harness import channel, os_sandbox, trace
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.gpu import release_cached_memory
 from evals.harness.guards import (
@@ -118,9 +120,13 @@ def classify_call_error(exc: BaseException) -> Failure:
 
 
 class Worker:
-    """Request handler holding the target and the loaded candidate operators."""
+    """Request handler holding the target and the loaded candidate operators.
 
-    def __init__(self, target: Target, library: str | None, candidate_upstream: str | None) -> None:
+    The candidate comes later, through :meth:`load_candidate` (after the OS sandbox); the
+    upstreams' own worker and a self-check never load one.
+    """
+
+    def __init__(self, target: Target, candidate_upstream: str | None = None) -> None:
         self.target = target
         self.candidate_upstream = candidate_upstream
         self.ops: Any = None
@@ -128,8 +134,10 @@ class Worker:
         self.earlier_inputs: list[Inputs] = []
         self._timer: Timer | None = None
         self.timed = _TimedOutputs(0)
-        if candidate_upstream is not None or library is None:
-            return  # self-check, or the upstreams' own worker (never loads a candidate)
+
+    def load_candidate(self, library: str) -> None:
+        """Load the candidate's library (its static initialisers run here) and find its ops."""
+        target = self.target
         torch.ops.load_library(library)  # type: ignore[no-untyped-call]
         ns = target.contract.namespace
         self.ops = getattr(torch.ops, ns)
@@ -427,16 +435,55 @@ def serve(sock: socket.socket, worker: Worker) -> None:
             return
 
 
+def enter_sandbox(worker: Worker) -> dict[str, object]:
+    """Initialise what the candidate's calls will need, then load the OS sandbox.
+
+    Before the filter: the CUDA context (GPU) or torch's OpenMP thread pool at the worker's
+    thread count (CPU, where the filter lets no thread start: later parallel regions reuse
+    the pool), and the target's timer. Imports and probes that create files run now (the
+    CPU policy lets none be created later): Python stops writing bytecode caches, the temp
+    folder is found (by creating a file) and cached, and torch imports its compiler, which
+    makes its cache folder, on its first ``use_deterministic_algorithms`` (see
+    :func:`poisoned_allocations`). Returns the sandbox's record (:mod:`os_sandbox`).
+    """
+    sys.dont_write_bytecode = True
+    tempfile.gettempdir()
+    torch.use_deterministic_algorithms(False)
+    if worker.target.device == "cuda":
+        torch.cuda.init()  # type: ignore[no-untyped-call]
+        torch.empty(1, device="cuda")
+        torch.cuda.synchronize()
+    else:
+        a = torch.ones(256, 256)
+        torch.mm(a, a)
+        torch.ones(max(torch.get_num_threads(), 1) * 65536).add_(1).sum()  # every thread
+    worker.timer()
+    return os_sandbox.apply(os_sandbox.policy_for(worker.target.device))
+
+
+def _memory_limit() -> int | None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
 def main(argv: list[str]) -> int:
-    """Entry point: ``FD TARGET LIBRARY THREADS CANDIDATE_UPSTREAM`` (``-`` for none)."""
+    """Entry point: ``FD TARGET LIBRARY THREADS CANDIDATE_UPSTREAM`` (``-`` for none).
+
+    A worker that loads a candidate enters the OS sandbox first; its ready message carries
+    what protects the process (``protections``).
+    """
     sock = socket.socket(fileno=int(argv[1]))
     target = get_target(argv[2])
     threads = int(argv[4])
     if threads > 0:
         torch.set_num_threads(threads)
+    library = None if argv[3] == "-" else argv[3]
+    worker = Worker(target, None if argv[5] == "-" else argv[5])
+    protections: dict[str, object] = {"seccomp": "not applied: this worker runs no candidate"}
     try:
-        library = None if argv[3] == "-" else argv[3]
-        worker = Worker(target, library, None if argv[5] == "-" else argv[5])
+        if library is not None and worker.candidate_upstream is None:
+            protections = enter_sandbox(worker)
+            worker.load_candidate(library)
     except CandidateError as exc:
         channel.send(sock, {"ok": False, "failure": exc.failure.to_json()})
         return 0
@@ -444,7 +491,8 @@ def main(argv: list[str]) -> int:
         failure = Failure(Code.LOAD_ERROR, f"cannot load the built library: {one_line(str(exc))}")
         channel.send(sock, {"ok": False, "failure": failure.to_json()})
         return 0
-    channel.send(sock, {"ok": True, "ready": True})
+    protections["memory_limit_bytes"] = _memory_limit()
+    channel.send(sock, {"ok": True, "ready": True, "protections": protections})
     serve(sock, worker)
     return 0
 

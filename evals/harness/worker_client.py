@@ -17,6 +17,7 @@ from typing import Any
 from evals.harness import channel
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.hygiene import clean_environment
+from evals.harness.os_sandbox import SANDBOX_ENV
 from evals.harness.targets import Target
 from evals.harness.worker_log import CappedLog
 
@@ -72,6 +73,9 @@ class WorkerClient:
         """Seconds spent in requests, from sending to the whole answer received."""
         self.worker_s = 0.0
         """Of those, seconds the worker spent handling them (the rest is transfer and waiting)."""
+        self.protections: dict[str, Any] | None = None
+        """What protected the worker's process, from its ready message (:mod:`os_sandbox`),
+        and how its environment was made."""
 
     @property
     def threads(self) -> int:
@@ -87,6 +91,8 @@ class WorkerClient:
         """
         base = clean_environment(outer) if self.clean_env else dict(outer)
         env = dict(base, OMP_NUM_THREADS=str(self.threads), PYTHONUNBUFFERED="1")
+        if SANDBOX_ENV in outer:  # the debugging switch reaches the worker, cleaned or not
+            env[SANDBOX_ENV] = outer[SANDBOX_ENV]
         if self.target.device == "cpu":
             env.setdefault("OMP_PROC_BIND", "close")
             env.setdefault("OMP_PLACES", "cores")
@@ -136,6 +142,9 @@ class WorkerClient:
         if not header.get("ok"):
             self.close()
             raise WorkerFailure(Failure.from_json(header.get("failure")))
+        raw = header.get("protections")
+        how = "cleaned" if self.clean_env else "inherited from the caller"
+        self.protections = {**(raw if isinstance(raw, dict) else {}), "environment": how}
 
     def request(
         self, header: dict[str, Any], timeout_s: float | None = None
@@ -190,6 +199,12 @@ class WorkerClient:
         self.close()
         tail = self.log_tail()
         detail = f"; last output: {tail}" if tail else ""
+        if rc == -signal.SIGSYS:
+            reason = (
+                "the candidate made a system call the sandbox forbids (killed by SIGSYS) "
+                f"while {doing}{detail}"
+            )
+            return Failure(Code.SANDBOX_VIOLATION, reason)
         if rc is not None and rc < 0:
             reason = f"candidate crashed the worker with {_signal_name(-rc)} while {doing}{detail}"
         else:
