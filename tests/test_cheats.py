@@ -1,6 +1,8 @@
 """The red-team corpus for cpu_attention: every cheat is rejected for its stated reason, every
 honest kernel passes. Each cheat file names its hack and the defence that must catch it."""
 
+import re
+
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate, get_target
@@ -42,6 +44,9 @@ CASES = [
     ("default_scale.cpp", "check", "smoke", Code.INACCURATE, "exceeds tolerance"),
     ("tile_tail_dropped.cpp", "check", "smoke", Code.INACCURATE, "exceeds tolerance"),
     ("no_max_subtraction.cpp", "check", "smoke", Code.NAN_INF, "NaN or Inf"),
+    # the OS sandbox: libc reached with no symbol the static checks see
+    ("libc_by_address.cpp", "check", "smoke", Code.SANDBOX_VIOLATION,
+     "the candidate made a system call the sandbox forbids (killed by SIGSYS) while run"),
 ]
 
 
@@ -146,3 +151,19 @@ def test_contract_clause_cheats_pass_the_scenarios_they_are_right_on(kernel):
     verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / kernel, suite="smoke",
                                    scenario_ids=tuple(old)))
     assert verdict.status == "ok", [r.failure for r in verdict.results]
+
+
+def test_libc_by_address_cheat_passes_every_static_check_and_opens_a_socket(tmp_path, monkeypatch):
+    # what only the sandbox catches: with it off, the cheat is correct attention that passes
+    # every check, and its socket() call succeeds (the worker's log shows the descriptor)
+    monkeypatch.setenv("KERNELSEEK_SANDBOX", "off")
+    log = tmp_path / "worker.log"
+    verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "libc_by_address.cpp",
+                                   suite="smoke", keep_worker_log=log))
+    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.checks["symbols"].startswith("passed: ")
+    assert verdict.protections is not None
+    assert verdict.protections["seccomp"] == "off: KERNELSEEK_SANDBOX=off"
+    assert "the candidate ran without the OS sandbox" in " ".join(verdict.flags)
+    opened = re.findall(r"kernelseek-cheat: socket\(\) = (-?\d+)", log.read_text())
+    assert opened and int(opened[0]) >= 0, log.read_text()[-2000:]
