@@ -196,8 +196,8 @@ class WorkerClient:
         except subprocess.TimeoutExpired:
             self.kill()
             rc = self.proc.returncode
+        tail = self.log_tail()  # before close(), which hands the output on and drops it
         self.close()
-        tail = self.log_tail()
         detail = f"; last output: {tail}" if tail else ""
         if rc == -signal.SIGSYS:
             reason = (
