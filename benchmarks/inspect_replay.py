@@ -30,8 +30,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing it
 
-KERNEL_FILES = {"cpu_attention": "kernel.cpp", "fa3_hopper": "kernel.cu"}
-
 
 def parser() -> argparse.ArgumentParser:
     """The command line."""
@@ -60,11 +58,11 @@ def run_kernel(args: argparse.Namespace, kernel: Path, targs: dict[str, str]) ->
     """One eval of the task with ``kernel`` submitted; returns an error line or "" (success)."""
     from inspect_ai import eval as inspect_eval
 
-    from evals.bench.agent import kernel_agent
+    from evals.bench import bench_target, kernel_agent
     from evals.replay import replay_model, submit_kernel
 
     target = Path(args.task).name.removesuffix(".py")
-    model = replay_model(submit_kernel(kernel, KERNEL_FILES[target]))
+    model = replay_model(submit_kernel(kernel, bench_target(target).kernel_file))
     # the log's name carries the arm, as `python -m evals.inspect_cli` names them
     os.environ["INSPECT_EVAL_LOG_FILE_PATTERN"] = f"{{task}}-replay-{kernel.stem}_{{id}}"
     [log] = inspect_eval(
@@ -119,10 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         targs = task_args(args.task_args)
         target = Path(args.task).name.removesuffix(".py")
-        if target not in KERNEL_FILES:
-            raise ValueError(
-                f"--task {args.task}: expected tasks/cpu_attention or tasks/fa3_hopper"
-            )
+        from evals.bench.targets import TARGETS
+
+        runnable = [f"tasks/{n}" for n, t in TARGETS.items() if t.unavailable is None]
+        if target not in TARGETS or TARGETS[target].unavailable is not None:
+            raise ValueError(f"--task {args.task}: expected {' or '.join(runnable)}")
         missing = [str(k) for k in args.kernel if not k.is_file()]
         if missing or args.epochs < 1:
             raise ValueError(f"no such kernel: {', '.join(missing)}" if missing else "--epochs < 1")

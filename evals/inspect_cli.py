@@ -29,10 +29,11 @@ from typing import Any
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.model import ModelAPI
 
-from evals.bench.registry import SOLVERS
-from evals.bench.settings import TARGET_FILES, TaskSettings
-from evals.bench.task import TaskArgumentError, validate
-from evals.harness.targets import get_target
+from evals.bench.arms import ARMS
+from evals.bench.targets import TARGETS
+from evals.bench.task import target_settings
+from evals.bench.task_args import TaskArgs
+from evals.bench.validate import TaskArgumentError, validate
 
 EXIT_EVAL_FAILED = 1
 EXIT_BAD_ARGUMENTS = 2
@@ -114,12 +115,12 @@ def preflight(args: list[str]) -> str | None:
     if args[:1] != ["eval"] or len(args) < 2:
         return None
     solver = option(args, "--solver")
-    if solver is not None and solver.removeprefix("evals/") not in SOLVERS:
-        return f"unknown solver {solver!r}: choose one of {', '.join(sorted(SOLVERS))}"
+    if solver is not None and solver.removeprefix("evals/") not in ARMS:
+        return f"unknown solver {solver!r}: choose one of {', '.join(sorted(ARMS))}"
     target = Path(args[1].rstrip("/")).stem
-    if target not in TARGET_FILES:
+    if target not in TARGETS:
         return None  # another task: Inspect checks its own arguments
-    known = {f.name for f in dataclasses.fields(TaskSettings)} - {"target"}
+    known = {f.name for f in dataclasses.fields(TaskArgs)}
     values: dict[str, Any] = {}
     for i, arg in enumerate(args[:-1]):
         if arg == "-T" and "=" in args[i + 1]:
@@ -127,9 +128,9 @@ def preflight(args: list[str]) -> str | None:
             if name not in known:
                 return f"unknown task argument -T {name}: choose from {', '.join(sorted(known))}"
             values[name] = _scalar(raw)
-    values.setdefault("upstream", get_target(target).upstreams[0].name)  # the tasks' default
     try:
-        validate(TaskSettings(target=target, **values))
+        defaults = TARGETS[target].defaults
+        validate(target_settings(target, dataclasses.replace(defaults, **values)))
     except TaskArgumentError as exc:
         return str(exc)
     return None

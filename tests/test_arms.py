@@ -12,10 +12,18 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import transcript
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from evals.bench import TaskSettings, kernel_task
-from evals.bench.agent import sample_seed
-from evals.bench.arms import kernelseek_bank, kernelseek_model
+from evals.bench import TaskSettings, bench_target, kernel_task
+from evals.bench.arms import (
+    autonomous,
+    kernelseek,
+    kernelseek_bank,
+    kernelseek_model,
+    open_ended,
+    scripted,
+)
 from evals.bench.director import question_rule_broken
+from evals.bench.recipe import load_recipe, stage_ends
+from evals.bench.seeds import sample_seed
 from tests.helpers import CPU_KERNELS, ROOT, START_CPU
 
 SMOKE = dict(target="cpu_attention", suite="smoke", score_suite="smoke", upstream="sdpa",
@@ -128,8 +136,6 @@ def test_question_rules(text, reason):
 
 
 def test_scripted_arm_advances_through_its_stages(tmp_path):
-    from evals.bench.recipe import RECIPES, load_recipe, scripted
-
     outputs = [
         _tool("bench"),                                    # measure: first best -> next stage
         _cp(CPU_KERNELS / "fast.cpp"), _tool("bench"),     # blocking: new best -> next stage
@@ -143,12 +149,10 @@ def test_scripted_arm_advances_through_its_stages(tmp_path):
         prompts = [q["stage"] for q in _questions(sample)]
         assert prompts == ["measure", "cache_blocking", "vectorise"]
     for target in ("cpu_attention", "fa3_hopper"):
-        assert load_recipe(RECIPES / f"{target}.yaml").target == target
+        assert load_recipe(bench_target(target).recipe()).target == target
 
 
 def test_open_ended_arm_grows_an_archive_and_keeps_the_best(tmp_path):
-    from evals.bench.evolve import open_ended
-
     fast = (CPU_KERNELS / "fast.cpp").read_text()
     wrong = (CPU_KERNELS / "wrong.cpp").read_text()
     outputs = [_text(f"Here:\n```cpp\n{fast}```"), _text(f"```cpp\n{wrong}```"),
@@ -173,8 +177,6 @@ def test_open_ended_arm_grows_an_archive_and_keeps_the_best(tmp_path):
 
 
 def test_autonomous_arm_uses_profile_and_lessons(tmp_path):
-    from evals.bench.autonomous import autonomous
-
     outputs = [
         _tool("lessons_read"),
         _tool("profile"),
@@ -196,8 +198,6 @@ def test_autonomous_arm_uses_profile_and_lessons(tmp_path):
 
 
 def test_human_arm_continues_cleanly_when_no_one_is_attached(tmp_path):
-    from evals.bench.arms import kernelseek
-
     outputs = [_text("We are near the theoretical peak."), _tool("submit")]
     log = _eval(kernelseek(wait_s=2), outputs, tmp_path)
     for sample in log.samples:
@@ -212,7 +212,7 @@ def test_sample_seed_differs_by_epoch_and_repeats_across_processes():
     import subprocess
     import sys
 
-    code = ("from types import SimpleNamespace as S; from evals.bench.agent import sample_seed; "
+    code = ("from types import SimpleNamespace as S; from evals.bench.seeds import sample_seed; "
             "print(sample_seed(S(sample_id='cpu_attention', epoch=1, metadata={})), "
             "sample_seed(S(sample_id='cpu_attention', epoch=2, metadata={})))")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -222,9 +222,7 @@ def test_sample_seed_differs_by_epoch_and_repeats_across_processes():
 
 
 def test_recipe_stages_fit_the_message_budget_and_the_last_is_reachable():
-    from evals.bench.recipe import RECIPES, load_recipe, stage_ends
-
     for target, limit in (("cpu_attention", 200), ("fa3_hopper", 400), ("cpu_attention", 24)):
-        ends = stage_ends(load_recipe(RECIPES / f"{target}.yaml"), limit)
+        ends = stage_ends(load_recipe(bench_target(target).recipe()), limit)
         assert ends == sorted(ends) and ends[-1] <= limit
         assert ends[-2] < limit  # the last stage starts before the budget is spent

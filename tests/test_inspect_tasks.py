@@ -125,9 +125,9 @@ def test_fa4_task_refuses_with_a_reason(tmp_path):
 
 
 def test_registered_names_cover_every_arm():
-    from evals.bench.registry import SOLVERS
+    from evals.bench.arms import ARMS
 
-    assert set(SOLVERS) == {"kernel_agent", "kernelseek", "kernelseek_bank", "kernelseek_model",
+    assert set(ARMS) == {"kernel_agent", "kernelseek", "kernelseek_bank", "kernelseek_model",
                             "scripted", "open_ended", "autonomous"}
     # every task file registers the bare names through the same call
     for task_file in ROOT.glob("tasks/*/*.py"):
@@ -140,10 +140,10 @@ def test_every_arm_resolves_bare_and_qualified_on_every_task(tmp_path, monkeypat
     # without running a sample, so the GPU task needs no GPU here
     from inspect_ai.solver import SolverSpec
 
-    from evals.bench.registry import SOLVERS
+    from evals.bench.arms import ARMS
 
     monkeypatch.chdir(ROOT)  # Inspect loads task files by relative path
-    for name in sorted(SOLVERS):
+    for name in sorted(ARMS):
         for form in (name, f"evals/{name}"):
             [log] = inspect_eval(task_dir, solver=SolverSpec(form),
                                  model="mockllm/model", task_args={"sandbox": "local"},

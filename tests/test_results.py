@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from inspect_ai import eval as inspect_eval
 
-from evals.bench.agent import kernel_agent
+from evals.bench import kernel_agent
 from evals.replay import replay_model, submit_kernel
 from evals.results import load
 from evals.results.summary import compare, summarise_arm

@@ -421,9 +421,9 @@ def test_k8s_values_match_the_chart_schema() -> None:
 
 def test_tasks_point_at_existing_sandboxes() -> None:
     try:
-        from evals.bench.task import SANDBOX_DIRS
+        from evals.bench.targets import TARGETS
     except ImportError as exc:  # the Inspect tasks are optional here
         pytest.skip(f"evals.bench not importable: {exc}")
-    for folder in SANDBOX_DIRS.values():
+    for folder in (t.sandbox_folder for t in TARGETS.values()):
         assert compose_file(folder).is_file()
         assert (SANDBOXES / "k8s" / f"values-{folder}.yaml").is_file()

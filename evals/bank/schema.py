@@ -11,6 +11,7 @@ import importlib
 import re
 from collections import Counter
 from collections.abc import Sequence
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -22,6 +23,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from evals.data import resource
 
 # PyYAML ships no type information; importing it this way keeps mypy's strict mode quiet
 # without needing types-PyYAML.
@@ -50,7 +53,8 @@ Tag = Literal[
 TRIGGERS: tuple[str, ...] = get_args(Trigger)
 TAGS: tuple[str, ...] = get_args(Tag)
 
-DEFAULT_BANK_PATH = Path(__file__).resolve().parents[2] / "bank" / "questions.yaml"
+DEFAULT_BANK_PATH: Traversable = resource("bank", "questions.yaml")
+"""The bank shipped with the package (``bank/questions.yaml`` of the repository)."""
 
 _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _CODE_MARKERS = ("`", "{", "}", "__global__", "__device__", "#include", "#pragma", "<<<", "::")
@@ -308,12 +312,12 @@ def _yaml_problem(error: Exception) -> str:
     return " ".join(f"invalid YAML: {where}{problem}".split())
 
 
-def load_bank(path: Path | None = None) -> Bank:
+def load_bank(path: Path | Traversable | None = None) -> Bank:
     """Load and validate a bank file.
 
     Args:
-        path: The YAML file; default :data:`DEFAULT_BANK_PATH` (``bank/questions.yaml`` of the
-            repository).
+        path: The YAML file; default :data:`DEFAULT_BANK_PATH` (the packaged
+            ``bank/questions.yaml``).
 
     Returns:
         The validated bank.
@@ -323,7 +327,7 @@ def load_bank(path: Path | None = None) -> Bank:
             one line naming the file and the first problem.
 
     """
-    path = DEFAULT_BANK_PATH if path is None else Path(path)
+    path = DEFAULT_BANK_PATH if path is None else path
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as exc:

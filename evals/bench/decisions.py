@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib.resources.abc import Traversable
 from typing import Any, Literal
 
+from evals.data import resource
+
 Trigger = Literal["stall", "limit_claim", "suspicious_gain", "failed_claim"]
-PHRASES_FILE = Path(__file__).resolve().parents[2] / "bank" / "limit_phrases.txt"
+PHRASES_FILE = resource("bank", "limit_phrases.txt")
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class StallDetector:
         return DecisionPoint("stall", evidence)
 
 
-def load_phrases(path: Path = PHRASES_FILE) -> tuple[str, ...]:
+def load_phrases(path: Traversable = PHRASES_FILE) -> tuple[str, ...]:
     """The ceiling phrases (lower case), one per line; ``#`` starts a comment."""
     lines = (ln.strip().lower() for ln in path.read_text().splitlines())
     return tuple(ln for ln in lines if ln and not ln.startswith("#"))

@@ -15,21 +15,9 @@ import anyio
 from inspect_ai.log import transcript
 from inspect_ai.util import request_input
 
+from evals.bench.acp import InspectApiChanged, acp_server_running
 from evals.bench.decisions import DecisionPoint
 from evals.bench.director import Asked
-
-
-def acp_server_running() -> bool:
-    """Whether this eval accepts ACP clients (``--acp-server``).
-
-    Inspect exposes no public query for this yet, so the check reads its server module and
-    answers False if that ever moves: the arm then continues without a person.
-    """
-    try:
-        server: Any = importlib.import_module("inspect_ai.agent._acp.server")
-        return bool(server.acp_server_accepting_clients())
-    except Exception:
-        return False
 
 
 def _schema() -> Any:
@@ -62,7 +50,11 @@ class HumanDirector:
 
     async def ask(self, point: DecisionPoint, summary: dict[str, Any]) -> Asked | None:
         """Ask the person; return their question, or None (logged) and carry on."""
-        if not acp_server_running():
+        try:
+            running = acp_server_running()
+        except InspectApiChanged as exc:
+            return self._none(f"cannot tell whether a person can attach: {exc}")
+        if not running:
             return self._none("no person can attach: the eval runs without --acp-server")
         try:
             with anyio.fail_after(self.wait_s):

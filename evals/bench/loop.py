@@ -1,14 +1,10 @@
-"""The agent loop shared by the arms, and the default agent (no questions)."""
+"""The agent loop of every agent arm: generate, run tools, verify submissions, spend the budget."""
 
 from __future__ import annotations
 
-import hashlib
-
-from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageUser, execute_tools, get_model
-from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.solver import TaskState
 from inspect_ai.tool import Tool, bash
-from pydantic import JsonValue
 
 from evals.bench import budget
 from evals.bench.observer import Observer
@@ -16,35 +12,14 @@ from evals.bench.settings import TaskSettings
 from evals.bench.stop import StopCondition
 from evals.bench.tools import bench, check, submit
 
+__all__ = ["CONTINUE", "agent_tools", "run_agent"]
+
 CONTINUE = "Continue: use your tools to improve and verify the kernel, and call submit() when done."
 
 
 def agent_tools(settings: TaskSettings) -> list[Tool]:
     """bash, check, bench and submit."""
     return [bash(timeout=settings.check_timeout), check(settings), bench(settings), submit()]
-
-
-def run_seed(state: TaskState) -> int:
-    """The run's seed: the task's ``seed_offset`` plus the epoch (1, 2, ...)."""
-    settings = state.metadata.get("settings") or {}
-    return int(settings.get("seed_offset") or 0) + state.epoch
-
-
-def sample_seed(state: TaskState) -> int:
-    """A seed from the sample id and run seed: epochs differ, reruns repeat (no hash salting).
-
-    ``-T seed_offset=N`` shifts the run seeds, so a second eval adds new draws.
-    """
-    digest = hashlib.sha256(f"{state.sample_id}/{run_seed(state)}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
-
-
-def log_settings(solver_name: str, settings: TaskSettings, resolved: dict[str, JsonValue]) -> None:
-    """Record the task's and the solver's resolved settings in the transcript."""
-    transcript().info(
-        {"solver": solver_name, "settings": settings.to_json(), "solver_settings": resolved},
-        source="kernelseek",
-    )
 
 
 async def run_agent(
@@ -107,21 +82,3 @@ def _agent_says(state: TaskState, message: ChatMessage) -> None:
     """Append a message of the agent's own loop, charged to its message budget."""
     state.messages.append(message)
     budget.spend("agent_messages")
-
-
-@solver
-def kernel_agent(*, attempts: int | None = None, max_idle_turns: int = 3) -> Solver:
-    """Minimal-information agent: the task prompt, a shell, check/bench/submit, no questions.
-
-    Args:
-        attempts: Submissions allowed (default: the task's ``attempts``).
-        max_idle_turns: Stop after this many consecutive replies without a tool call.
-    """
-
-    async def solve(state: TaskState, generate: Generate) -> TaskState:
-        settings = TaskSettings.from_json(state.metadata["settings"])
-        n = attempts or settings.attempts
-        log_settings("kernel_agent", settings, {"attempts": n, "max_idle_turns": max_idle_turns})
-        return await run_agent(state, settings, attempts=n, max_idle_turns=max_idle_turns)
-
-    return solve

@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 from evals.bench.settings import TaskSettings
-
-GOALS = {
-    "cpu_attention": "Make the C++ attention kernel in `{kernel}` as fast as possible on this "
-    "CPU, faster than torch's scaled_dot_product_attention, while staying correct.",
-    "fa3_hopper": "Make the CUDA attention kernel in `{kernel}` as fast as possible on this "
-    "Hopper GPU, faster than FlashAttention-3, while staying correct.",
-}
+from evals.bench.targets import bench_target
 
 
 def build_prompt(settings: TaskSettings, contract: str) -> str:
@@ -19,7 +13,7 @@ def build_prompt(settings: TaskSettings, contract: str) -> str:
         budget.append(f"{settings.token_limit} tokens")
     if settings.time_limit:
         budget.append(f"{settings.time_limit} seconds of wall time")
-    return f"""{GOALS[settings.target].format(kernel=settings.kernel_file)}
+    return f"""{bench_target(settings.target).goal.format(kernel=settings.kernel_file)}
 
 ## Rules
 - Your whole solution is the one file `{settings.kernel_file}` in your working directory; the

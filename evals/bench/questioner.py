@@ -21,7 +21,7 @@ from evals.bench.harness_exec import read_verdict
 from evals.bench.settings import TaskSettings
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DetectorSettings:
     """When the detectors fire (logged with each arm's settings).
 

@@ -1,23 +1,22 @@
-"""The scripted arm: a fixed recipe of stages (data in ``recipes/``) driven through the loop."""
+"""A recipe: stages in order (data in ``evals/data/recipes/``) and the controller running them."""
 
 from __future__ import annotations
 
 import importlib
 import itertools
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
 
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageUser
-from inspect_ai.solver import Generate, Solver, TaskState, solver
 from pydantic import BaseModel, ConfigDict, Field
 
-from evals.bench.agent import log_settings, run_agent
 from evals.bench.budget import spend, spent
 from evals.bench.harness_exec import read_verdict
-from evals.bench.settings import TaskSettings
 
-RECIPES = Path(__file__).resolve().parent / "recipes"
+__all__ = ["MIN_STAGE_MESSAGES", "Recipe", "Stage", "StageController", "load_recipe", "stage_ends"]
+
 MIN_STAGE_MESSAGES = 4  # two turns
 
 
@@ -39,7 +38,7 @@ class Recipe(BaseModel):
     stages: list[Stage] = Field(min_length=1)
 
 
-def load_recipe(path: Path) -> Recipe:
+def load_recipe(path: Path | Traversable) -> Recipe:
     """Read and validate a recipe file."""
     yaml: Any = importlib.import_module("yaml")
     return Recipe.model_validate(yaml.safe_load(path.read_text()))
@@ -122,34 +121,3 @@ class StageController:
     async def on_failed_claim(self, report: str) -> list[ChatMessageUser]:
         """Failed submissions do not change the stage."""
         return []
-
-
-@solver
-def scripted(
-    *, recipe: str | None = None, attempts: int | None = None, max_idle_turns: int = 3
-) -> Solver:
-    """A fixed recipe: stage prompts injected in order, each ended by its exit criterion.
-
-    Args:
-        recipe: Path of a recipe file (default: ``recipes/<target>.yaml``).
-        attempts: Submissions allowed (default: the task's ``attempts``).
-        max_idle_turns: Stop after this many consecutive replies without a tool call.
-    """
-
-    async def solve(state: TaskState, generate: Generate) -> TaskState:
-        settings = TaskSettings.from_json(state.metadata["settings"])
-        path = Path(recipe) if recipe else RECIPES / f"{settings.target}.yaml"
-        plan = load_recipe(path)
-        n = attempts or settings.attempts
-        log_settings(
-            "scripted",
-            settings,
-            {"recipe": str(path), "attempts": n, "stages": [s.name for s in plan.stages]},
-        )
-        controller = StageController(plan, settings.message_limit, settings.upstream)
-        state.messages.append(controller.start())
-        return await run_agent(
-            state, settings, attempts=n, max_idle_turns=max_idle_turns, observers=[controller]
-        )
-
-    return solve

@@ -1,58 +1,35 @@
-"""Resolved settings of a KernelSeek task, logged into every transcript."""
+"""Resolved settings of a KernelSeek task run, logged into every transcript."""
 
 from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
-SandboxKind = Literal["local", "docker", "k8s"]
-TARGET_FILES: dict[str, tuple[str, str]] = {
-    # target -> (kernel file name in the workspace, default upstream of the score)
-    "cpu_attention": ("kernel.cpp", "sdpa"),
-    "fa3_hopper": ("kernel.cu", "fa3"),
-}
+from evals.bench.targets import bench_target
+from evals.bench.task_args import SandboxKind, TaskArgs
+
+__all__ = ["SandboxKind", "TaskArgs", "TaskSettings"]
 
 
-@dataclass(frozen=True)
-class TaskSettings:
-    """Everything that defines one task run.
+@dataclass(frozen=True, kw_only=True)
+class TaskSettings(TaskArgs):
+    """Everything that defines one task run: the task's arguments, its target, its timeouts.
 
     Attributes:
-        target: Harness target name.
-        suite: The suite the agent may check and bench on, and that verifies a submission.
-        score_suite: The suite of the final score (secret seed).
-        upstream: The upstream the ``speedup`` score is against (or ``fastest``).
-        sandbox: ``local`` (no isolation), ``docker`` or ``k8s``.
-        attempts: Submissions allowed; a failed verification sends the agent back to work.
-        message_limit: Messages of the agent's loop (see :mod:`evals.bench.budget`).
-        token_limit: Tokens of the agent model's generations (None: unlimited).
-        time_limit: Working time of the sample, in seconds (None: unlimited).
-        evaluations: Harness runs the agent may ask for (check, bench, profile).
-        seed_offset: Added to the epoch to seed each run: a second run with
-            ``seed_offset=n`` draws new seeds instead of repeating 1..n.
+        target: Harness target name (a key of :data:`evals.bench.targets.TARGETS`).
         check_timeout: Seconds for one ``check`` or ``bench`` tool call.
         score_timeout: Seconds for the final score.
     """
 
     target: str
-    suite: str = "dev"
-    score_suite: str = "full"
-    upstream: str = "fa3"
-    sandbox: SandboxKind = "docker"
-    attempts: int = 3
-    message_limit: int = 400
-    token_limit: int | None = None
-    time_limit: int | None = None
-    evaluations: int = 60
-    seed_offset: int = 0
     check_timeout: int = 900
     score_timeout: int = 3600
 
     @property
     def kernel_file(self) -> str:
         """The candidate's file name, relative to the sandbox's working directory."""
-        return TARGET_FILES[self.target][0]
+        return bench_target(self.target).kernel_file
 
     def harness_command(self) -> list[str]:
         """How to start the harness inside the sandbox.

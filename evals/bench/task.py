@@ -1,74 +1,66 @@
-"""Building a KernelSeek task for a target: validated settings, workspace, prompt, scorer."""
+"""Building a KernelSeek task for a target: validated settings, workspace, prompt, scorer.
+
+A task file is a thin ``@task`` over :func:`target_task`; :func:`task_arguments` gives it the
+target's ``-T`` arguments and defaults (from its :class:`~evals.bench.targets.BenchTarget`)::
+
+    @task
+    @task_arguments("cpu_attention")
+    def cpu_attention(args: TaskArgs) -> Task:
+        return target_task("cpu_attention", args, version=TASK_VERSION)
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.solver import Solver
 
-from evals.bench.agent import kernel_agent
+from evals.bench.arms.kernel_agent import kernel_agent
+from evals.bench.keywords import keyword_settings
 from evals.bench.prompt import build_prompt
+from evals.bench.sandboxes import sandbox_spec
 from evals.bench.scorer import kernel_speedup
-from evals.bench.settings import TARGET_FILES, TaskSettings
-from evals.harness import HarnessInputError, get_target
+from evals.bench.settings import TaskSettings
+from evals.bench.targets import bench_target
+from evals.bench.task_args import TaskArgs
+from evals.bench.validate import TaskArgumentError, validate
 
-DEFAULT_ROOT = Path(__file__).resolve().parents[2]
-START_FILES = {"cpu_attention": "start.cpp", "fa3_hopper": "start.cu"}
-SANDBOX_DIRS = {"cpu_attention": "cpu", "fa3_hopper": "hopper"}
-
-
-class TaskArgumentError(ValueError):
-    """A task argument is invalid; the message is one line saying which and why."""
+__all__ = ["kernel_task", "target_settings", "target_task", "task_arguments"]
 
 
-def validate(settings: TaskSettings) -> None:
-    """Check every setting against the target; raise :class:`TaskArgumentError` if wrong."""
-    if settings.target not in TARGET_FILES:
-        raise TaskArgumentError(f"unknown target {settings.target!r}")
+def task_arguments(target: str) -> Callable[[Callable[[TaskArgs], Task]], Callable[..., Task]]:
+    """A task file's ``@task`` takes the fields of :class:`TaskArgs`, defaults from ``target``."""
+    return keyword_settings(bench_target(target).defaults)
+
+
+def target_settings(target: str, args: TaskArgs | None = None) -> TaskSettings:
+    """The settings of a run of ``target`` with ``args`` (default: the target's defaults).
+
+    Raises:
+        TaskArgumentError: No target has that name.
+    """
     try:
-        target = get_target(settings.target)
-    except HarnessInputError as exc:
-        raise TaskArgumentError(exc.failure.reason) from None
-    for name in ("suite", "score_suite"):
-        value = getattr(settings, name)
-        if value not in target.suite_names:
-            known = ", ".join(target.suite_names)
-            raise TaskArgumentError(f"{name}={value!r} is not a suite of {target.name} ({known})")
-    upstreams = [u.name for u in target.upstreams] + ["fastest"]
-    if settings.upstream not in upstreams:
-        raise TaskArgumentError(f"upstream={settings.upstream!r}: choose one of {upstreams}")
-    if settings.sandbox not in ("local", "docker", "k8s"):
-        raise TaskArgumentError(f"sandbox={settings.sandbox!r}: choose local, docker or k8s")
-    for name in (
-        "attempts",
-        "message_limit",
-        "token_limit",
-        "time_limit",
-        "evaluations",
-        "check_timeout",
-        "score_timeout",
-    ):
-        value = getattr(settings, name)
-        if value is not None and (not isinstance(value, int) or value < 1):
-            raise TaskArgumentError(f"{name} must be a positive integer, got {value!r}")
-    if not isinstance(settings.seed_offset, int) or settings.seed_offset < 0:
-        raise TaskArgumentError(f"seed_offset must be >= 0, got {settings.seed_offset!r}")
+        descriptor = bench_target(target)
+    except KeyError:
+        raise TaskArgumentError(f"unknown target {target!r}") from None
+    return TaskSettings(target=target, **asdict(args or descriptor.defaults))
 
 
-def sandbox_spec(settings: TaskSettings, root: Path) -> str | tuple[str, str]:
-    """Inspect's sandbox argument for the settings' sandbox kind."""
-    folder = SANDBOX_DIRS[settings.target]
-    if settings.sandbox == "docker":
-        return ("docker", str(root / "sandboxes" / folder / "compose.yaml"))
-    if settings.sandbox == "k8s":
-        return ("k8s", str(root / "sandboxes" / "k8s" / f"values-{folder}.yaml"))
-    return "local"
+def target_task(target: str, args: TaskArgs, *, version: int) -> Task:
+    """The task of ``target`` with ``args``: validated, then built by :func:`kernel_task`."""
+    return kernel_task(target_settings(target, args), version=version)
 
 
 def kernel_task(
-    settings: TaskSettings, *, version: int, solver: Solver | None = None, root: Path = DEFAULT_ROOT
+    settings: TaskSettings,
+    *,
+    version: int,
+    solver: Solver | None = None,
+    root: Path | None = None,
 ) -> Task:
     """The task: one sample whose workspace holds the start kernel and the contract.
 
@@ -76,16 +68,15 @@ def kernel_task(
         settings: Validated here; a bad value raises :class:`TaskArgumentError`.
         version: The task's version (bump it when a change could move scores).
         solver: Default: :func:`evals.bench.kernel_agent`.
-        root: Repository root holding ``kernels/`` and ``sandboxes/``.
+        root: A checkout holding ``sandboxes/`` (see :mod:`evals.bench.sandboxes`).
     """
     validate(settings)
-    kernels = root / "kernels" / settings.target
-    contract = (kernels / "CONTRACT.md").read_text()
-    start = (kernels / START_FILES[settings.target]).read_text()
+    descriptor = bench_target(settings.target)
+    contract = descriptor.contract().read_text()
     sample = Sample(
         id=settings.target,
         input=build_prompt(settings, contract),
-        files={settings.kernel_file: start, "CONTRACT.md": contract},
+        files={settings.kernel_file: descriptor.start().read_text(), "CONTRACT.md": contract},
         metadata={"settings": settings.to_json()},
     )
     return Task(

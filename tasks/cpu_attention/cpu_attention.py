@@ -8,12 +8,9 @@ CPU suite (secret seed), and whether every scenario is correct. Runs anywhere: n
     inspect eval tasks/cpu_attention -T sandbox=docker -T score_suite=dev --model ...
 """
 
-from pathlib import Path
-from typing import Literal
-
 from inspect_ai import Task, task
 
-from evals.bench import TaskSettings, kernel_task
+from evals.bench import TaskArgs, target_task, task_arguments
 from evals.bench.registry import register_unqualified
 
 TASK_VERSION = 6  # 2: symbols read from the candidate's objects; dispatcher lookups forbidden;
@@ -25,37 +22,17 @@ TASK_VERSION = 6  # 2: symbols read from the candidate's objects; dispatcher loo
 # upstreams timed in their own process; timed outputs checked at random; a suspicious
 # speedup re-judged in a fresh process; fail fast
 TARGET = "cpu_attention"
-ROOT = Path(__file__).resolve().parents[2]
 
 register_unqualified(__name__)
 
 
 @task
-def cpu_attention(
-    *,
-    suite: str = "dev",
-    score_suite: str = "full",
-    upstream: str = "sdpa",
-    sandbox: Literal["local", "docker", "k8s"] = "local",
-    attempts: int = 3,
-    message_limit: int = 200,
-    token_limit: int | None = None,
-    time_limit: int | None = None,
-    evaluations: int = 60,
-    seed_offset: int = 0,
-) -> Task:
-    """The CPU attention task (default sandbox: local, since it needs no GPU or isolation)."""
-    settings = TaskSettings(
-        target=TARGET,
-        suite=suite,
-        score_suite=score_suite,
-        upstream=upstream,
-        sandbox=sandbox,
-        attempts=attempts,
-        message_limit=message_limit,
-        token_limit=token_limit,
-        time_limit=time_limit,
-        evaluations=evaluations,
-        seed_offset=seed_offset,
-    )
-    return kernel_task(settings, version=TASK_VERSION, root=ROOT)
+@task_arguments(TARGET)
+def cpu_attention(args: TaskArgs) -> Task:
+    """The CPU attention task (default sandbox: local, since it needs no GPU or isolation).
+
+    Args:
+        args: The ``-T`` arguments (:class:`evals.bench.TaskArgs`); defaults from the target's
+            descriptor, :data:`evals.bench.targets.CPU_ATTENTION`.
+    """
+    return target_task(TARGET, args, version=TASK_VERSION)

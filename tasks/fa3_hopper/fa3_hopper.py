@@ -9,12 +9,9 @@ full suite (dense, GQA, fp8, varlen, KV-cache; secret seed), after the agent wor
     inspect eval tasks/fa3_hopper -T sandbox=local --model ...     # GPU host without Docker
 """
 
-from pathlib import Path
-from typing import Literal
-
 from inspect_ai import Task, task
 
-from evals.bench import TaskSettings, kernel_task
+from evals.bench import TaskArgs, target_task, task_arguments
 from evals.bench.registry import register_unqualified
 
 TASK_VERSION = 7  # 2: symbol and GPU trace checks on; 3: one trace session after all timing;
@@ -28,37 +25,17 @@ TASK_VERSION = 7  # 2: symbol and GPU trace checks on; 3: one trace session afte
 # upstreams timed in their own process; timed outputs checked at random; a suspicious
 # speedup re-judged in a fresh process; trace on exact kernel identities; fail fast
 TARGET = "fa3_hopper"
-ROOT = Path(__file__).resolve().parents[2]
 
 register_unqualified(__name__)
 
 
 @task
-def fa3_hopper(
-    *,
-    suite: str = "dev",
-    score_suite: str = "full",
-    upstream: str = "fa3",
-    sandbox: Literal["local", "docker", "k8s"] = "docker",
-    attempts: int = 3,
-    message_limit: int = 400,
-    token_limit: int | None = None,
-    time_limit: int | None = None,
-    evaluations: int = 60,
-    seed_offset: int = 0,
-) -> Task:
-    """The Hopper task, scored against FA3 (or ``cudnn``, ``fa2``, ``fastest``)."""
-    settings = TaskSettings(
-        target=TARGET,
-        suite=suite,
-        score_suite=score_suite,
-        upstream=upstream,
-        sandbox=sandbox,
-        attempts=attempts,
-        message_limit=message_limit,
-        token_limit=token_limit,
-        time_limit=time_limit,
-        evaluations=evaluations,
-        seed_offset=seed_offset,
-    )
-    return kernel_task(settings, version=TASK_VERSION, root=ROOT)
+@task_arguments(TARGET)
+def fa3_hopper(args: TaskArgs) -> Task:
+    """The Hopper task, scored against FA3 (or ``cudnn``, ``fa2``, ``fastest``).
+
+    Args:
+        args: The ``-T`` arguments (:class:`evals.bench.TaskArgs`); defaults from the target's
+            descriptor, :data:`evals.bench.targets.FA3_HOPPER`.
+    """
+    return target_task(TARGET, args, version=TASK_VERSION)

@@ -8,18 +8,22 @@ measure it). The task exists so the name is stable; it refuses to start with a r
 
 from inspect_ai import Task, task
 
+from evals.bench import TaskArgs, target_task, task_arguments
 from evals.bench.registry import register_unqualified
-from evals.bench.task import TaskArgumentError
 
 TASK_VERSION = 0
+TARGET = "fa4_blackwell"
 
 register_unqualified(__name__)
 
 
 @task
-def fa4_blackwell() -> Task:
-    """Refuses to start: the fa4_blackwell target is not implemented yet."""
-    raise TaskArgumentError(
-        "fa4_blackwell is not available yet: the harness has no fa4_blackwell target "
-        "(it needs a B200 and FlashAttention-4); use tasks/fa3_hopper or tasks/cpu_attention"
-    )
+@task_arguments(TARGET)
+def fa4_blackwell(args: TaskArgs) -> Task:
+    """Refuses to start: the fa4_blackwell target is not implemented yet.
+
+    Args:
+        args: The ``-T`` arguments (:class:`evals.bench.TaskArgs`); defaults from the target's
+            descriptor, :data:`evals.bench.targets.FA4_BLACKWELL`, which says why it refuses.
+    """
+    return target_task(TARGET, args, version=TASK_VERSION)

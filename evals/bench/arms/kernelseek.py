@@ -1,149 +1,135 @@
-"""KERNELSEEK arms: the minimal agent plus a questioner at decision points.
+"""The KERNELSEEK arms: the minimal agent plus a questioner at decision points.
 
-``kernelseek_bank`` asks questions from ``bank/``; ``kernelseek_model`` lets a questioner model
-ask (rule-breaking questions are replaced by the bank's).
+Three variants differ only in who asks (the director): ``kernelseek`` a person attached over
+ACP, ``kernelseek_bank`` the question bank, ``kernelseek_model`` a questioner model (its
+rule-breaking questions replaced by the bank's).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from inspect_ai.model import Model, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from pydantic import JsonValue
 
 from evals.bank import load_bank
-from evals.bench.agent import log_settings, run_agent, sample_seed
+from evals.bench.arms.common import LoopSettings, log_settings, task_settings
 from evals.bench.director import BankDirector, Director, ModelDirector
 from evals.bench.human import HumanDirector
+from evals.bench.keywords import keyword_settings
 from evals.bench.questioner import DetectorSettings, Questioner
-from evals.bench.settings import TaskSettings
+from evals.bench.seeds import sample_seed
+
+__all__ = [
+    "HumanSettings",
+    "KernelseekSettings",
+    "ModelSettings",
+    "kernelseek",
+    "kernelseek_bank",
+    "kernelseek_model",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelseekSettings(DetectorSettings, LoopSettings):
+    """Settings of every KERNELSEEK arm: the agent loop's and the detectors'."""
+
+    @property
+    def detect(self) -> DetectorSettings:
+        """When the decision points fire."""
+        return DetectorSettings(
+            stall_bench_calls=self.stall_bench_calls,
+            stall_turns=self.stall_turns,
+            gain_factor=self.gain_factor,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HumanSettings(KernelseekSettings):
+    """Settings of ``kernelseek``.
+
+    Attributes:
+        wait_s: Seconds to wait for the person's question at a decision point.
+    """
+
+    wait_s: float = 300.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSettings(KernelseekSettings):
+    """Settings of ``kernelseek_model``.
+
+    Attributes:
+        questioner: The questioner model (default: the agent's model).
+    """
+
+    questioner: str | Model | None = None
 
 
 def _arm(
     name: str,
+    arm: KernelseekSettings,
     make_director: Callable[[random.Random], Director],
-    attempts: int | None,
-    max_idle_turns: int,
-    detect: DetectorSettings,
     extra: dict[str, JsonValue],
 ) -> Solver:
+    """The agent loop with a questioner whose director ``make_director`` seeds per run."""
+
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        settings = TaskSettings.from_json(state.metadata["settings"])
-        n = attempts or settings.attempts
-        rng = random.Random(sample_seed(state))
-        director = make_director(rng)
-        resolved: dict[str, JsonValue] = {
-            "attempts": n,
-            "max_idle_turns": max_idle_turns,
-            **asdict(detect),
-            **extra,
-        }
+        settings = task_settings(state)
+        director = make_director(random.Random(sample_seed(state)))
+        resolved = {**arm.resolved(settings), **asdict(arm.detect), **extra}
         log_settings(name, settings, resolved)
-        questioner = Questioner(director, settings, detect)
-        return await run_agent(
-            state, settings, attempts=n, max_idle_turns=max_idle_turns, observers=[questioner]
-        )
+        questioner = Questioner(director, settings, arm.detect)
+        return await arm.run(state, settings, observers=[questioner])
 
     return solve
 
 
 @solver
-def kernelseek(
-    *,
-    wait_s: float = 300.0,
-    attempts: int | None = None,
-    max_idle_turns: int = 3,
-    stall_bench_calls: int = 3,
-    stall_turns: int = 20,
-    gain_factor: float = 1.5,
-) -> Solver:
+@keyword_settings(HumanSettings())
+def kernelseek(arm: HumanSettings) -> Solver:
     """KERNELSEEK with a human questioner attached through ``--acp-server`` / ``inspect acp``.
 
     Args:
-        wait_s: Seconds to wait for the person's question at a decision point.
-        attempts: Submissions allowed (default: the task's ``attempts``).
-        max_idle_turns: Stop after this many consecutive replies without a tool call.
-        stall_bench_calls: Bench results without a new best before a stall fires.
-        stall_turns: Turns without a new best before a stall fires.
-        gain_factor: A geomean jump above this factor is a suspicious gain.
+        arm: Its ``-S`` settings, :class:`HumanSettings`.
     """
-    detect = DetectorSettings(stall_bench_calls, stall_turns, gain_factor)
     return _arm(
         "kernelseek",
-        lambda rng: HumanDirector(wait_s),
-        attempts,
-        max_idle_turns,
-        detect,
-        {"director": "human", "wait_s": wait_s},
+        arm,
+        lambda rng: HumanDirector(arm.wait_s),
+        {"director": "human", "wait_s": arm.wait_s},
     )
 
 
 @solver
-def kernelseek_bank(
-    *,
-    attempts: int | None = None,
-    max_idle_turns: int = 3,
-    stall_bench_calls: int = 3,
-    stall_turns: int = 20,
-    gain_factor: float = 1.5,
-) -> Solver:
+@keyword_settings(KernelseekSettings())
+def kernelseek_bank(arm: KernelseekSettings) -> Solver:
     """KERNELSEEK questioning itself from the bank at each decision point.
 
     Args:
-        attempts: Submissions allowed (default: the task's ``attempts``).
-        max_idle_turns: Stop after this many consecutive replies without a tool call.
-        stall_bench_calls: Bench results without a new best before a stall fires.
-        stall_turns: Turns without a new best before a stall fires.
-        gain_factor: A geomean jump above this factor is a suspicious gain.
+        arm: Its ``-S`` settings, :class:`KernelseekSettings`.
     """
     bank = load_bank()
-    detect = DetectorSettings(stall_bench_calls, stall_turns, gain_factor)
-    return _arm(
-        "kernelseek_bank",
-        lambda rng: BankDirector(bank, rng),
-        attempts,
-        max_idle_turns,
-        detect,
-        {"director": "bank"},
-    )
+    return _arm("kernelseek_bank", arm, lambda rng: BankDirector(bank, rng), {"director": "bank"})
 
 
 @solver
-def kernelseek_model(
-    *,
-    questioner: str | Model | None = None,
-    attempts: int | None = None,
-    max_idle_turns: int = 3,
-    stall_bench_calls: int = 3,
-    stall_turns: int = 20,
-    gain_factor: float = 1.5,
-) -> Solver:
+@keyword_settings(ModelSettings())
+def kernelseek_model(arm: ModelSettings) -> Solver:
     """KERNELSEEK with a model asking the questions (``-S questioner=provider/model``).
 
     Args:
-        questioner: The questioner model (default: the agent's model).
-        attempts: Submissions allowed (default: the task's ``attempts``).
-        max_idle_turns: Stop after this many consecutive replies without a tool call.
-        stall_bench_calls: Bench results without a new best before a stall fires.
-        stall_turns: Turns without a new best before a stall fires.
-        gain_factor: A geomean jump above this factor is a suspicious gain.
+        arm: Its ``-S`` settings, :class:`ModelSettings`.
     """
     bank = load_bank()
-    detect = DetectorSettings(stall_bench_calls, stall_turns, gain_factor)
+    questioner = arm.questioner
     name = questioner if isinstance(questioner, str) else getattr(questioner, "name", None)
 
     def make(rng: random.Random) -> Director:
-        model = get_model(questioner) if not isinstance(questioner, Model) else questioner
+        model = questioner if isinstance(questioner, Model) else get_model(questioner)
         return ModelDirector(model, BankDirector(bank, rng))
 
-    return _arm(
-        "kernelseek_model",
-        make,
-        attempts,
-        max_idle_turns,
-        detect,
-        {"director": "model", "questioner": name},
-    )
+    return _arm("kernelseek_model", arm, make, {"director": "model", "questioner": name})

@@ -1,4 +1,4 @@
-"""The open-ended arm: evolutionary search over kernels with an archive in the sandbox.
+"""The ``open_ended`` arm: evolutionary search over kernels with an archive in the sandbox.
 
 Each step samples a parent from the archive (fitness with a diversity bonus for parents with
 few children; the best kernel per scenario category is always kept), asks the model for a
@@ -10,19 +10,26 @@ from __future__ import annotations
 import json
 import random
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from inspect_ai.log import transcript
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, get_model
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
 from evals.bench import budget
-from evals.bench.agent import log_settings, sample_seed
+from evals.bench.archive import Archive, Entry
+from evals.bench.arms.common import log_settings, task_settings
 from evals.bench.budget import budgeted_harness
 from evals.bench.harness_exec import RESULTS_DIR
+from evals.bench.keywords import keyword_settings
+from evals.bench.seeds import sample_seed
 from evals.bench.settings import TaskSettings
+from evals.bench.targets import bench_target
+
+__all__ = ["ARCHIVE", "OpenEndedSettings", "open_ended"]
 
 ARCHIVE = f"{RESULTS_DIR}/archive"
 _CODE_BLOCK = re.compile(r"```(?:[a-zA-Z+]*)\n(.*?)```", re.DOTALL)
@@ -32,44 +39,15 @@ on the benchmark. Reply with ONE complete, improved kernel file in a single fenc
 keep the contract (in the task description) exactly."""
 
 
-@dataclass
-class Entry:
-    """One kernel of the archive."""
+@dataclass(frozen=True, kw_only=True)
+class OpenEndedSettings:
+    """Settings of ``open_ended`` (``-S``); its length is the task's budget.
 
-    id: str
-    parent: str | None
-    geomean: float
-    by_category: dict[str, float]
-    children: int = 0
+    Attributes:
+        diversity: Weight of the bonus for parents with few children.
+    """
 
-
-@dataclass
-class Archive:
-    """Correct kernels found so far, with their fitness."""
-
-    entries: list[Entry] = field(default_factory=list)
-
-    def elites(self) -> set[str]:
-        """Ids of the best entry per scenario category (never crowded out)."""
-        best: dict[str, tuple[float, str]] = {}
-        for e in self.entries:
-            for cat, s in e.by_category.items():
-                if s > best.get(cat, (0.0, ""))[0]:
-                    best[cat] = (s, e.id)
-        return {i for _, i in best.values()}
-
-    def sample(self, rng: random.Random, diversity: float) -> Entry:
-        """Fitness-proportional choice; fewer children and elite status add weight."""
-        elites = self.elites()
-        weights = [
-            1e-9 + e.geomean * (1 + diversity / (1 + e.children)) * (1.5 if e.id in elites else 1)
-            for e in self.entries
-        ]
-        return rng.choices(self.entries, weights=weights, k=1)[0]
-
-    def best(self) -> Entry:
-        """The entry with the highest geomean."""
-        return max(self.entries, key=lambda e: e.geomean)
+    diversity: float = 1.0
 
 
 def _fitness(verdict: dict[str, Any] | None, upstream: str) -> tuple[float, dict[str, float]]:
@@ -85,29 +63,71 @@ def _fitness(verdict: dict[str, Any] | None, upstream: str) -> tuple[float, dict
     return float(verdict["aggregates"]["geomean_speedup"].get(upstream) or 0.0), by_cat
 
 
-async def _evaluate(settings: TaskSettings, source: str) -> tuple[float, dict[str, float], str]:
-    """Bench ``source`` as the workspace kernel (one evaluation of the budget)."""
-    await sandbox().write_file(settings.kernel_file, source)
-    run = await budgeted_harness(
-        settings, "bench", suite=settings.suite, timeout=settings.check_timeout
-    )
-    geo, cats = _fitness(run.verdict, settings.upstream)
-    return geo, cats, run.table[-3000:]
+class Search:
+    """One run's search: the archive, the kernels' sources and their bench tables."""
 
+    def __init__(self, settings: TaskSettings, arm: OpenEndedSettings, seed: int) -> None:
+        self.settings, self.arm = settings, arm
+        self.rng, self.archive = random.Random(seed), Archive()
+        self.sources: dict[str, str] = {}
+        self.tables: dict[str, str] = {}
+        self.suffix = PurePosixPath(settings.kernel_file).suffix
+        self.system = MUTATE.format(lang=bench_target(settings.target).language)
 
-async def _store(entry: Entry, source: str, archive: Archive) -> None:
-    await sandbox().write_file(f"{ARCHIVE}/{entry.id}{_suffix(source)}", source)
-    await sandbox().write_file(
-        f"{ARCHIVE}/archive.json", json.dumps([asdict(e) for e in archive.entries], indent=1)
-    )
+    async def evaluate(self, source: str) -> tuple[float, dict[str, float], str]:
+        """Bench ``source`` as the workspace kernel (one evaluation of the budget)."""
+        settings = self.settings
+        await sandbox().write_file(settings.kernel_file, source)
+        run = await budgeted_harness(
+            settings, "bench", suite=settings.suite, timeout=settings.check_timeout
+        )
+        geo, cats = _fitness(run.verdict, settings.upstream)
+        return geo, cats, run.table[-3000:]
 
+    async def keep(self, entry: Entry, source: str, table: str) -> None:
+        """Add a correct kernel to the archive, in memory and in the sandbox."""
+        self.archive.entries.append(entry)
+        self.sources[entry.id], self.tables[entry.id] = source, table
+        await sandbox().write_file(f"{ARCHIVE}/{entry.id}{self.suffix}", source)
+        entries = [asdict(e) for e in self.archive.entries]
+        await sandbox().write_file(f"{ARCHIVE}/archive.json", json.dumps(entries, indent=1))
 
-def _suffix(source: str) -> str:
-    return ".cu" if "__global__" in source else ".cpp"
+    async def step(self, number: int, model: Model, task_text: str) -> None:
+        """Mutate a sampled parent, bench the child, keep it if correct; log the step."""
+        parent = self.archive.sample(self.rng, self.arm.diversity)
+        parent.children += 1
+        prompt = (
+            f"{task_text}\n\nCurrent kernel:\n```\n{self.sources[parent.id]}\n```\n"
+            f"Benchmark:\n{self.tables[parent.id]}"
+        )
+        output = await model.generate(
+            [ChatMessageSystem(content=self.system), ChatMessageUser(content=prompt)]
+        )
+        budget.spend("agent_tokens", output.usage.total_tokens if output.usage else 0)
+        budget.spend("agent_messages", budget.MESSAGES_PER_TURN)
+        match = _CODE_BLOCK.search(output.completion)
+        child = match.group(1) if match else ""
+        geo, cats, table = await self.evaluate(child) if child else (0.0, {}, "")
+        if geo > 0:
+            await self.keep(Entry(f"k{number}", parent.id, geo, cats), child, table)
+        transcript().info(
+            {
+                "archive": {
+                    "step": number,
+                    "parent": parent.id,
+                    "kept": geo > 0,
+                    "geomean": geo,
+                    "size": len(self.archive.entries),
+                    "best": self.archive.best().id,
+                }
+            },
+            source="kernelseek",
+        )
 
 
 @solver
-def open_ended(*, diversity: float = 1.0) -> Solver:
+@keyword_settings(OpenEndedSettings())
+def open_ended(arm: OpenEndedSettings) -> Solver:
     """Evolutionary search under the task's budget (like every arm).
 
     Each step is 2 agent messages (the mutation prompt and the reply), the reply's tokens and
@@ -115,68 +135,24 @@ def open_ended(*, diversity: float = 1.0) -> Solver:
     (``-T evaluations``, ``-T message_limit``, ``-T token_limit``, ``-T time_limit``).
 
     Args:
-        diversity: Weight of the bonus for parents with few children.
+        arm: Its ``-S`` settings, :class:`OpenEndedSettings`.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        settings = TaskSettings.from_json(state.metadata["settings"])
-        seed = sample_seed(state)
-        log_settings(
-            "open_ended",
-            settings,
-            {"diversity": diversity, "seed": seed},
-        )
-        rng, model, archive = random.Random(seed), get_model(), Archive()
+        settings, seed = task_settings(state), sample_seed(state)
+        log_settings("open_ended", settings, {"diversity": arm.diversity, "seed": seed})
+        search, model = Search(settings, arm, seed), get_model()
         budget.start(settings)
-        sources: dict[str, str] = {}
         start = await sandbox().read_file(settings.kernel_file)
-        geo, cats, table = await _evaluate(settings, start)
-        archive.entries.append(Entry("k0", None, geo, cats))
-        sources["k0"], tables = start, {"k0": table}
-        await _store(archive.entries[0], start, archive)
-        lang = "CUDA" if settings.kernel_file.endswith(".cu") else "C++"
+        geo, cats, table = await search.evaluate(start)
+        await search.keep(Entry("k0", None, geo, cats), start, table)
         step = 0
         while (reason := budget.exhausted(evaluations=True)) is None:
             step += 1
-            parent = archive.sample(rng, diversity)
-            parent.children += 1
-            prompt = (
-                f"{state.input_text}\n\nCurrent kernel:\n```\n{sources[parent.id]}\n```\n"
-                f"Benchmark:\n{tables[parent.id]}"
-            )
-            output = await model.generate(
-                [
-                    ChatMessageSystem(content=MUTATE.format(lang=lang)),
-                    ChatMessageUser(content=prompt),
-                ]
-            )
-            budget.spend("agent_tokens", output.usage.total_tokens if output.usage else 0)
-            budget.spend("agent_messages", budget.MESSAGES_PER_TURN)
-            match = _CODE_BLOCK.search(output.completion)
-            child = match.group(1) if match else ""
-            geo, cats, table = await _evaluate(settings, child) if child else (0.0, {}, "")
-            kept = geo > 0
-            if kept:
-                entry = Entry(f"k{step}", parent.id, geo, cats)
-                archive.entries.append(entry)
-                sources[entry.id], tables[entry.id] = child, table
-                await _store(entry, child, archive)
-            transcript().info(
-                {
-                    "archive": {
-                        "step": step,
-                        "parent": parent.id,
-                        "kept": kept,
-                        "geomean": geo,
-                        "size": len(archive.entries),
-                        "best": archive.best().id,
-                    }
-                },
-                source="kernelseek",
-            )
+            await search.step(step, model, state.input_text)
         budget.note_exhausted(reason)
-        best = archive.best()
-        await sandbox().write_file(settings.kernel_file, sources[best.id])
+        best = search.archive.best()
+        await sandbox().write_file(settings.kernel_file, search.sources[best.id])
         state.output.completion = f"best kernel {best.id}: geomean {best.geomean:.3f}"
         return state
 
