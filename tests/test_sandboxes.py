@@ -29,6 +29,10 @@ FOLDERS: dict[str, tuple[str, bool, str | None]] = {
     "blackwell": ("kernelseek/blackwell:0.1.0", True, "10.0a"),
 }
 GPU_FOLDERS = [name for name, (_, gpu, _) in FOLDERS.items() if gpu]
+# The folder of each compose file's Dockerfile: the GPU images share one, with build args.
+DOCKERFILE_OF = {"cpu": "cpu", "hopper": "gpu", "blackwell": "gpu"}
+DOCKERFILES = sorted(set(DOCKERFILE_OF.values()))
+GPU_BUILD_ARGS = {"CUDA_ARCH", "UPSTREAM_PACKAGES", "UPSTREAM_MODULES"}
 ROOT_USERS = {"", "root", "0", "0:0", "root:root"}
 # What may follow the last USER instruction of a Dockerfile (nothing that runs as root).
 AFTER_USER_OK = {"WORKDIR", "CMD", "ENTRYPOINT", "LABEL", "EXPOSE", "STOPSIGNAL", "HEALTHCHECK"}
@@ -194,8 +198,10 @@ def test_compose_config_normalized(folder: str) -> None:
     service = config["services"]["default"]
     assert service["network_mode"] == "none"
     assert Path(service["build"]["context"]).resolve() == ROOT
-    assert service["build"]["dockerfile"] == f"sandboxes/{folder}/Dockerfile"
+    assert service["build"]["dockerfile"] == f"sandboxes/{DOCKERFILE_OF[folder]}/Dockerfile"
     assert bool(gpu_reservations(service)) == FOLDERS[folder][1]
+    wanted = GPU_BUILD_ARGS if FOLDERS[folder][1] else set()
+    assert set(service["build"].get("args", {})) == wanted
 
 
 @pytest.mark.parametrize("folder", list(FOLDERS))
@@ -208,7 +214,7 @@ def test_compose_isolates_the_agent(folder: str) -> None:
     assert service["image"] == image
     build = service["build"]
     assert (compose_file(folder).parent / build["context"]).resolve() == ROOT
-    assert build["dockerfile"] == f"sandboxes/{folder}/Dockerfile"
+    assert build["dockerfile"] == f"sandboxes/{DOCKERFILE_OF[folder]}/Dockerfile"
     assert (ROOT / build["dockerfile"]).is_file()
     assert service["network_mode"] == "none"
     assert service["init"] is True
@@ -252,7 +258,7 @@ def test_cpu_compose_reserves_no_device() -> None:
 # --- Dockerfiles --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("folder", list(FOLDERS))
+@pytest.mark.parametrize("folder", DOCKERFILES)
 def test_dockerfile_base_image_is_pinned(folder: str) -> None:
     froms = [args for keyword, args in instructions(dockerfile(folder)) if keyword == "FROM"]
     assert froms, "no FROM"
@@ -271,11 +277,10 @@ def test_dockerfile_bases_are_the_expected_ones() -> None:
         return next(a for k, a in instructions(dockerfile(folder)) if k == "FROM").split()[0]
 
     assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm", base("cpu"))
-    for folder in GPU_FOLDERS:
-        assert re.fullmatch(r"nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu24\.04", base(folder))
+    assert re.fullmatch(r"nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu24\.04", base("gpu"))
 
 
-@pytest.mark.parametrize("folder", list(FOLDERS))
+@pytest.mark.parametrize("folder", DOCKERFILES)
 def test_dockerfile_ends_as_non_root_agent(folder: str) -> None:
     steps = instructions(dockerfile(folder))
     users = [i for i, (keyword, _) in enumerate(steps) if keyword == "USER"]
@@ -292,7 +297,7 @@ def test_dockerfile_ends_as_non_root_agent(folder: str) -> None:
     assert re.search(r"install -d -o agent -g agent[^&]*/workspace", run_text)
 
 
-@pytest.mark.parametrize("folder", list(FOLDERS))
+@pytest.mark.parametrize("folder", DOCKERFILES)
 def test_dockerfile_pip_and_apt_hygiene(folder: str) -> None:
     for run in runs(dockerfile(folder)):
         for step in shell_steps(run):
@@ -306,7 +311,7 @@ def test_dockerfile_pip_and_apt_hygiene(folder: str) -> None:
     assert "ADD" not in keywords, "use COPY"
 
 
-@pytest.mark.parametrize("folder", list(FOLDERS))
+@pytest.mark.parametrize("folder", DOCKERFILES)
 def test_dockerfile_installs_the_project_read_only(folder: str) -> None:
     steps = instructions(dockerfile(folder))
     assert ("COPY", ". /opt/kernelseek") in steps
@@ -322,7 +327,7 @@ def test_dockerfile_installs_the_project_read_only(folder: str) -> None:
     assert env.get("PYTHONNOUSERSITE") == "1"
 
 
-@pytest.mark.parametrize("folder", list(FOLDERS))
+@pytest.mark.parametrize("folder", DOCKERFILES)
 def test_dockerignore_keeps_the_context_small_and_clean(folder: str) -> None:
     ignore = SANDBOXES / folder / "Dockerfile.dockerignore"
     patterns = {ln.strip() for ln in ignore.read_text().splitlines()}
@@ -336,29 +341,45 @@ def test_cpu_dockerfile_uses_the_cpu_torch_wheel() -> None:
     assert re.search(r"apt-get install [^&]*\bg\+\+", run_text)
 
 
-@pytest.mark.parametrize("folder", GPU_FOLDERS)
-def test_gpu_dockerfiles_pin_the_cuda_stack(folder: str) -> None:
-    _, _, arch = FOLDERS[folder]
-    assert env_vars(dockerfile(folder)).get("TORCH_CUDA_ARCH_LIST") == arch
-    run_text = " ".join(runs(dockerfile(folder)))
+def build_args(folder: str) -> dict[str, str]:
+    args = default_service(folder)["build"].get("args", {})
+    assert isinstance(args, dict)
+    return {k: str(v) for k, v in args.items()}
+
+
+def test_gpu_dockerfile_pins_the_cuda_stack() -> None:
+    assert env_vars(dockerfile("gpu")).get("TORCH_CUDA_ARCH_LIST") == "${CUDA_ARCH}"
+    run_text = " ".join(runs(dockerfile("gpu")))
     assert re.search(
         r"pip install --no-cache-dir --index-url https://download\.pytorch\.org/whl/cu130 "
         r"torch==2\.11\.0\b",
         run_text,
     )
     assert "python3-dev" in run_text and "g++" in run_text
+    for arg in GPU_BUILD_ARGS:  # declared, required before anything is installed
+        assert ("ARG", arg) in instructions(dockerfile("gpu"))
+        assert f'test -n "${{{arg}}}"' in runs(dockerfile("gpu"))[0]
 
 
-def test_gpu_dockerfiles_install_their_flashattention() -> None:
-    assert "fa3-fwd==0.0.3" in " ".join(runs(dockerfile("hopper")))
-    blackwell = dockerfile("blackwell")
-    run_text = " ".join(runs(blackwell))
-    assert re.search(r"flash-attn-4\S*==", run_text)
-    assert re.search(r"nvidia-cutlass-dsl\S*==", run_text)
-    assert "NOT IMPLEMENTED YET" in blackwell.read_text()
+@pytest.mark.parametrize("folder", GPU_FOLDERS)
+def test_gpu_compose_files_pass_their_target(folder: str) -> None:
+    _, _, arch = FOLDERS[folder]
+    args = build_args(folder)
+    assert args["CUDA_ARCH"] == arch
+    packages = args["UPSTREAM_PACKAGES"].split()
+    assert packages and all(re.fullmatch(r"[\w.\-]+(\[[\w,]+\])?==\S+", p) for p in packages)
+    assert args["UPSTREAM_MODULES"].split()
 
 
-@pytest.mark.parametrize("folder", list(FOLDERS))
+def test_gpu_images_install_their_flashattention() -> None:
+    assert build_args("hopper")["UPSTREAM_PACKAGES"] == "fa3-fwd==0.0.3"
+    blackwell = build_args("blackwell")["UPSTREAM_PACKAGES"]
+    assert re.search(r"flash-attn-4\S*==", blackwell)
+    assert re.search(r"nvidia-cutlass-dsl\S*==", blackwell)
+    assert "NOT IMPLEMENTED YET" in compose_file("blackwell").read_text()
+
+
+@pytest.mark.parametrize("folder", DOCKERFILES)
 def test_hadolint(folder: str) -> None:
     hadolint = which("hadolint")
     if hadolint is None:
