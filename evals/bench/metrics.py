@@ -36,26 +36,26 @@ def rate() -> Metric:
     return compute
 
 
-@metric(scores="unreduced")
-def wilson_low(level: float = 0.95) -> Metric:
-    """Lower end of the Wilson interval of the success rate (values 0/1)."""
+def _wilson_end(end: int, level: float) -> Metric:
+    """One end (0 low, 1 high) of the Wilson interval of the success rate (values 0/1)."""
 
     def compute(scores: list[SampleScore]) -> float:
         vals = _values(scores)
-        return wilson(sum(1 for v in vals if v > 0), len(vals), level=level)[0]
+        return wilson(sum(1 for v in vals if v > 0), len(vals), level=level)[end]
 
     return compute
+
+
+@metric(scores="unreduced")
+def wilson_low(level: float = 0.95) -> Metric:
+    """Lower end of the Wilson interval of the success rate (values 0/1)."""
+    return _wilson_end(0, level)
 
 
 @metric(scores="unreduced")
 def wilson_high(level: float = 0.95) -> Metric:
     """Upper end of the Wilson interval of the success rate (values 0/1)."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        vals = _values(scores)
-        return wilson(sum(1 for v in vals if v > 0), len(vals), level=level)[1]
-
-    return compute
+    return _wilson_end(1, level)
 
 
 @metric(scores="unreduced")
@@ -68,26 +68,26 @@ def geomean_ok() -> Metric:
     return compute
 
 
-@metric(scores="unreduced")
-def ci_low(level: float = 0.95) -> Metric:
-    """Lower end of the BCa bootstrap interval of :func:`geomean_ok`."""
+def _ci_end(end: int, level: float) -> Metric:
+    """One end (0 low, 1 high) of the BCa bootstrap interval of :func:`geomean_ok`."""
 
     def compute(scores: list[SampleScore]) -> float:
         ci = geomean_ci(_values(scores), level=level)
-        return ci[0] if ci else 0.0
+        return ci[end] if ci else 0.0
 
     return compute
+
+
+@metric(scores="unreduced")
+def ci_low(level: float = 0.95) -> Metric:
+    """Lower end of the BCa bootstrap interval of :func:`geomean_ok`."""
+    return _ci_end(0, level)
 
 
 @metric(scores="unreduced")
 def ci_high(level: float = 0.95) -> Metric:
     """Upper end of the BCa bootstrap interval of :func:`geomean_ok`."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        ci = geomean_ci(_values(scores), level=level)
-        return ci[1] if ci else 0.0
-
-    return compute
+    return _ci_end(1, level)
 
 
 @metric(scores="unreduced")
