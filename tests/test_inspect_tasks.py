@@ -163,3 +163,17 @@ def test_tasks_resolve_from_the_entry_point(tmp_path, name):
                          task_args={"sandbox": "local", "suite": "smoke"}, run_samples=False,
                          display="none", log_dir=str(tmp_path))
     assert log.eval.task == name and log.eval.task_args["suite"] == "smoke"
+
+
+def test_container_sandboxes_need_a_checkout(tmp_path, monkeypatch):
+    # an installed wheel has no sandboxes/: docker and k8s need KERNELSEEK_ROOT, local nothing
+    from evals.bench.sandboxes import sandbox_spec
+
+    settings = TaskSettings(target="fa3_hopper", upstream="fa3")
+    assert sandbox_spec(settings, ROOT) == ("docker", str(ROOT / "sandboxes/hopper/compose.yaml"))
+    with pytest.raises(TaskArgumentError, match="KERNELSEEK_ROOT"):
+        sandbox_spec(settings, tmp_path)
+    monkeypatch.setenv("KERNELSEEK_ROOT", str(ROOT))
+    k8s = TaskSettings(target="fa3_hopper", upstream="fa3", sandbox="k8s")
+    assert sandbox_spec(k8s) == ("k8s", str(ROOT / "sandboxes/k8s/values-hopper.yaml"))
+    assert sandbox_spec(TaskSettings(**{**SMOKE, "sandbox": "local"}), tmp_path) == "local"
