@@ -35,6 +35,7 @@ class Code(StrEnum):
     INACCURATE = "inaccurate"
     IMPLAUSIBLE = "implausible"
     HOST_WORK = "host_work"
+    TIMING_MISMATCH = "timing_mismatch"
     INPUT_MODIFIED = "input_modified"
     OUTPUT_ALIASED = "output_aliased"
     STALE_RESULT = "stale_result"
