@@ -113,7 +113,7 @@ def test_honest_kernels_pass_every_check(kernel):
     assert doc["checks"]["trace"].startswith("skipped: CPU target")
     for sc in doc["scenarios"]:  # every defence that ran on a scenario says what it found
         assert set(sc["checks"]) == {"verification", "anti_caching", "races", "timed_outputs",
-                                     "roofline"}
+                                     "wall_clock", "roofline"}
         assert all(v.startswith("passed") for v in sc["checks"].values()), sc["checks"]
 
 

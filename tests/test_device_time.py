@@ -88,6 +88,7 @@ def test_unconverged_timing_is_retimed_once_then_reported(monkeypatch, stops, at
     monkeypatch.setattr(judge_module, "_check_timed", lambda *a, **k: None)
     monkeypatch.setattr(judge_module, "_plausible", lambda *a: None)
     monkeypatch.setattr(judge_module, "_strict_rerun", lambda *a: None)
+    monkeypatch.setattr(judge_module.wall_clock, "check", lambda *a, **k: None)
     result = ScenarioResult(Scenario("s", {}))
     result.correct = True
     assert judge_module.time_scenario(_session("cpu"), result.scenario, result) is None
@@ -183,6 +184,9 @@ def test_a_suspicious_speedup_is_rejudged_in_a_fresh_process(monkeypatch, again_
 
     monkeypatch.setattr(judge_module, "_time_request", request)
     monkeypatch.setattr(judge_module, "_check_timed", check)
+    walls = []
+    monkeypatch.setattr(judge_module.wall_clock, "check",
+                        lambda *a, **k: walls.append((k["device"].median_us, k["key"])))
     client = _KillClient()
     session = SimpleNamespace(client=client, target=SimpleNamespace(
         device="cuda", timing=TimingSettings(strict_tolerance=0.25)))
@@ -191,6 +195,8 @@ def test_a_suspicious_speedup_is_rejudged_in_a_fresh_process(monkeypatch, again_
     failure = judge_module._strict_rerun(session, result.scenario, result)
     assert client.killed == 1 and asked == [(judge_module.TIMING_ATTEMPTS, False)]
     assert checked == [judge_module.STRICT_CHECKS_PER_SET]  # every kept timed output
+    # the fresh process's figures are held to the parent's clock too
+    assert walls == ([(again_us, "strict_wall_clock")] if passes else [])
     if passes:
         assert failure is None and result.checks["strict_rerun"].startswith("passed: 2.00x")
     else:

@@ -12,6 +12,7 @@ import random
 import time
 from typing import Any
 
+from evals.harness import wall_clock
 from evals.harness.failures import Code, Failure
 from evals.harness.scenarios import Scenario
 from evals.harness.session import (
@@ -43,7 +44,12 @@ HOST_ISSUE_UPSTREAM_FACTOR = 2.0
 
 
 def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
-    """Time candidate and upstreams; re-time once when the timing does not converge."""
+    """Time candidate and upstreams; re-time once when the timing does not converge.
+
+    Then the checks of the timing: timed outputs, the parent's clock on batches of calls
+    (:mod:`evals.harness.wall_clock`), the host-issue cap, the roofline floor and, for a
+    suspicious speedup, the strict re-run.
+    """
     for attempt in range(TIMING_ATTEMPTS):
         header, request = _time_request(session, scenario, result, attempt)
         if header["stop"] == "converged":
@@ -52,6 +58,7 @@ def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) 
     failure = _check_timed(session, result, request, header.get("kept", []))
     return (
         failure
+        or wall_clock.check(session, scenario, result)
         or _host_issue(session, result)
         or _plausible(session, scenario, result)
         or _strict_rerun(session, scenario, result)
@@ -64,7 +71,9 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
     In a fresh worker process, on new inputs, with every kept timed output verified (up to
     :data:`STRICT_CHECKS_PER_SET` per input set): a wrong output, or a candidate time slower
     than the first by more than the target's ``strict_tolerance`` (state built up in the
-    first process that a fresh one lacks), fails the scenario.
+    first process that a fresh one lacks), fails the scenario; so do the fresh process's
+    figures when the parent's clock on batches of calls says they are too small
+    (``checks['strict_wall_clock']``).
     """
     fastest = result.fastest_upstream()
     speedup = result.speedup(fastest) if fastest else None
@@ -86,6 +95,17 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
             f"{again:.1f} us instead of {first:.1f} us"
         )
         return Failure(Code.IMPLAUSIBLE, reason)
+    issue = header.get("issue", {}).get("candidate")
+    failure = wall_clock.check(
+        session,
+        scenario,
+        result,
+        device=TimingStats(**header["stats"]["candidate"]),
+        issue=TimingStats(**issue) if issue else None,
+        key="strict_wall_clock",
+    )
+    if failure is not None:
+        return failure
     result.checks["strict_rerun"] = (
         f"passed: {speedup:.2f}x over {fastest} confirmed in a fresh process "
         f"({again:.1f} us vs {first:.1f} us, every kept timed output verified)"

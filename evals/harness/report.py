@@ -38,6 +38,7 @@ def _phase_line(timing: dict[str, float]) -> list[str]:
         "probe_s": "probe",
         "time_s": "time",
         "time_loop_s": "of which timing loops",
+        "wall_clock_s": "wall-clock check",
         "trace_s": "trace",
     }
     parts = [f"{label} {timing[key]:.1f} s" for key, label in names.items() if timing.get(key)]

@@ -31,7 +31,10 @@ class ScenarioResult:
             caller sees it; display only, empty where it equals device time).
         issue: Host issue-time stats per implementation (the call's own host work).
         timing: How the timing went: trials, why it stopped, attempts, whether it
-            converged, calls discarded as polluted and the final spin per implementation.
+            converged, calls discarded as polluted and the final spin per implementation;
+            ``wall_us``: the candidate's time per call on the parent's own clock (back-to-back
+            calls, microseconds) and ``wall`` the figures behind it
+            (:mod:`evals.harness.wall_clock`).
         unsupported: Upstream name to why it cannot run this scenario.
         flops: FLOPs of one call; bytes: bytes moved by one call.
         floor_us: The roofline floor the candidate time was checked against (GPU targets).
@@ -42,7 +45,8 @@ class ScenarioResult:
             (``passed: ...``, ``failed``, ``skipped: why``).
         seconds: Wall seconds of each phase of judging it (``verify``, ``probe``, ``time``),
             and parts of ``time``: the worker's request (``time_worker``), its timing loop
-            with warm-up (``time_loop``) and the check of the timed outputs (``time_check``).
+            with warm-up (``time_loop``), the check of the timed outputs (``time_check``) and
+            the parent's clock on batches of calls (``wall_clock``).
 
     """
 
