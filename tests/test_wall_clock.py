@@ -1,0 +1,339 @@
+"""The parent's own clock on batches of candidate calls (``evals.harness.wall_clock``).
+
+The decision with fabricated figures, the batch sizing and the second round on a fake clock,
+an honest run through the CLI, and a worker whose timer reports a tenth of the truth.
+"""
+
+import json
+import stat
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from evals.harness import Code, RunSettings, evaluate, wall_clock
+from evals.harness import worker_client as worker_client_module
+from evals.harness.scenarios import Scenario
+from evals.harness.session import Tally
+from evals.harness.targets import get_target
+from evals.harness.timing import TimingStats
+from evals.harness.verdict import ScenarioResult
+from evals.harness.wall_clock import CPU_WALL, GPU_WALL, Batch, bound_us, judge, read
+from evals.harness.worker import CandidateError, WallBatches
+from tests.helpers import ROOT, START_CPU, run_harness
+
+
+def _stats(median):
+    return TimingStats(median_us=median, mad_us=0.0, min_us=median, max_us=median, rse=0.0, n=9)
+
+
+def _reading(per_call_us, calls=40):
+    return read([Batch(calls, wall_s=per_call_us * calls / 1e6 + 1e-4, ping_s=1e-4)])
+
+
+# --- the decision, on fabricated figures -----------------------------------------------------
+
+
+def test_ping_is_subtracted_and_the_best_batch_counts():
+    batches = [
+        Batch(10, wall_s=0.0016, ping_s=0.0003, worker_s=0.0012),  # (1600 - 200) / 10 = 140
+        Batch(10, wall_s=0.0013, ping_s=0.0002, worker_s=0.0010),  # (1300 - 200) / 10 = 110
+        Batch(20, wall_s=0.0030, ping_s=0.0009),  # (3000 - 200) / 20 = 140
+    ]
+    reading = read(batches)
+    # the smallest ping is subtracted from every batch: it subtracts the least
+    assert reading.ping_us == pytest.approx(200.0)
+    assert reading.per_call_us == pytest.approx(110.0)
+    assert reading.best_calls == 10 and reading.calls == 40 and reading.batches == 3
+    assert reading.worker_us == pytest.approx(100.0)  # the worker's own figure, for the record
+    # a ping larger than the batch cannot make the time negative
+    assert read([Batch(2, wall_s=1e-4, ping_s=3e-4)]).per_call_us == 0.0
+    with pytest.raises(ValueError):
+        read([])
+
+
+@pytest.mark.parametrize(
+    ("per_call_us", "reported_us", "passes"),
+    [
+        (95.0, 95.0, True),
+        (140.0, 100.0, True),  # a busy host: within 2 x 100 + 50
+        (249.0, 100.0, True),
+        (251.0, 100.0, False),
+        (812.0, 95.0, False),  # a tenth of the truth reported
+        (1.0, 1000.0, True),  # one-sided: faster than reported is never a mismatch
+    ],
+)
+def test_cpu_decision(per_call_us, reported_us, passes):
+    failure = judge(_reading(per_call_us), reported_us, CPU_WALL)
+    assert (failure is None) is passes
+    if not passes:
+        assert failure.code == Code.TIMING_MISMATCH
+        assert f"the parent's clock saw {per_call_us:.0f} us per call" in failure.reason
+        assert f"the worker reported {reported_us:.0f} us" in failure.reason
+
+
+def test_gpu_decision_is_one_sided_and_honours_host_bound_calls():
+    # back to back, L2 stays warm: the batch may beat the cold-L2 device time by far
+    assert judge(_reading(40.0), wall_clock.reported_us(_stats(100.0), _stats(15.0)),
+                 GPU_WALL) is None
+    # a host-bound call: the device is idle most of the time, the issue time explains U
+    reported = wall_clock.reported_us(_stats(8.0), _stats(40.0))
+    assert reported == 40.0 and bound_us(reported, GPU_WALL) == 70.0
+    assert judge(_reading(45.0), reported, GPU_WALL) is None
+    assert judge(_reading(120.0), reported, GPU_WALL).code == Code.TIMING_MISMATCH
+    # the GPU's tolerance is tighter than the CPU's
+    assert judge(_reading(150.0), 100.0, GPU_WALL) is not None  # over 1.25 x 100 + 20
+    assert judge(_reading(150.0), 100.0, CPU_WALL) is None
+
+
+def test_batch_sizes_stay_within_their_bounds():
+    assert wall_clock.calls_for(50.0, CPU_WALL) == 40  # 2 ms of 50 us calls
+    assert wall_clock.calls_for(50.0, GPU_WALL) == 100  # 5 ms
+    assert wall_clock.calls_for(360_000.0, CPU_WALL) == CPU_WALL.min_calls
+    assert wall_clock.calls_for(0.0, GPU_WALL) == GPU_WALL.max_calls
+
+
+# --- batches on a fake clock -----------------------------------------------------------------
+
+
+class FakeWorker:
+    """Answers ``wall`` requests on a fake clock: ``overhead_us`` per request, ``true_us`` per
+    call (plus ``extra_us`` per call while ``slow_batches`` last: load)."""
+
+    def __init__(self, true_us, overhead_us=300.0, slow_batches=0, extra_us=0.0):
+        self.now, self.true_us, self.overhead_us = 0.0, true_us, overhead_us
+        self.slow_batches, self.extra_us = slow_batches, extra_us
+        self.requests = []
+
+    def clock(self):
+        return self.now
+
+    def request(self, header, timeout_s=None):
+        self.requests.append(header)
+        n = header.get("n", 0)
+        per_call = self.true_us + (self.extra_us if self.slow_batches > 0 else 0.0)
+        if n:
+            self.slow_batches -= 1
+        self.now += (self.overhead_us + n * per_call) / 1e6
+        return {"ok": True, "batch_s": n * per_call / 1e6}, b""
+
+
+def test_round_sizes_batches_from_the_parent_reading_and_subtracts_the_channel():
+    worker = FakeWorker(true_us=50.0)
+    batches = wall_clock.run_round(worker, 50.0, CPU_WALL, clock=worker.clock)
+    assert [b.calls for b in batches] == [2] + [40] * 7  # a small first batch, then ~2 ms
+    assert read(batches).per_call_us == pytest.approx(50.0)
+    # before every batch its calls are prepared (untimed), then a no-op and the batch (timed)
+    kinds = ["fill" if "fill" in r else "ping" if r["n"] == 0 else "batch"
+             for r in worker.requests]
+    assert kinds == ["fill", "ping", "batch"] * len(batches)
+    fills = [r for r in worker.requests if "fill" in r]
+    assert [r["fill"] for r in fills] == [b.calls for b in batches]
+    assert len({r["seed"] for r in fills}) == len(fills)  # fresh queries for every batch
+
+
+def test_a_call_far_slower_than_reported_never_runs_a_long_batch():
+    # reported 5 us, true 5 ms: sized from the report alone, a batch would be 1000 calls (5 s)
+    worker = FakeWorker(true_us=5000.0)
+    batches = wall_clock.run_round(worker, 5.0, CPU_WALL, clock=worker.clock)
+    assert max(b.calls for b in batches) == 2
+    assert worker.now < 2 * CPU_WALL.budget_s
+
+
+def test_a_slow_call_is_one_batch_within_the_budget():
+    worker = FakeWorker(true_us=360_000.0)
+    batches = wall_clock.run_round(worker, 360_000.0, CPU_WALL, clock=worker.clock)
+    assert [b.calls for b in batches] == [2]
+
+
+def _session(worker, device="cpu"):
+    target = SimpleNamespace(device=device, limits=SimpleNamespace(call_timeout_s=60.0))
+    return SimpleNamespace(target=target, client=worker, seed=1, tally=Tally())
+
+
+def _result(device_us, issue_us=None):
+    result = ScenarioResult(Scenario("s", {}))
+    result.times = {"candidate": _stats(device_us)}
+    if issue_us is not None:
+        result.issue = {"candidate": _stats(issue_us)}
+    return result
+
+
+def test_check_records_the_parents_figure_and_drops_the_inputs():
+    worker = FakeWorker(true_us=120.0)
+    result = _result(100.0, 100.0)
+    failure = wall_clock.check(_session(worker), result.scenario, result, clock=worker.clock)
+    assert failure is None
+    assert result.checks["wall_clock"].startswith("passed: the parent's clock saw 120.0 us")
+    assert result.timing["wall_us"] == pytest.approx(120.0)
+    assert result.timing["wall"]["reported_us"] == 100.0
+    assert result.timing["wall"]["bound_us"] == 250.0 and result.timing["wall"]["rounds"] == 1
+    assert result.seconds["wall_clock"] >= 0.0
+    assert "scenario" in worker.requests[0] and worker.requests[-1] == {"op": "wall", "drop": True}
+
+
+def _scenario():
+    return get_target("cpu_attention").load_suite("smoke").scenarios[1]
+
+
+class StubWorker:
+    """The worker's side of ``WallBatches``: the CPU target, a call that notes its q."""
+
+    def __init__(self, fail_at=None):
+        self.target = get_target("cpu_attention")
+        self.seen, self.fail_at = [], fail_at
+
+    def prepare(self, inputs):
+        def call():
+            if len(self.seen) == self.fail_at:
+                raise RuntimeError("boom")
+            self.seen.append(inputs["q"])
+
+        return call
+
+
+def test_every_call_of_a_batch_gets_its_own_fresh_query():
+    scenario = _scenario()
+    stub = StubWorker()
+    wall = WallBatches(stub)
+    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seed": 3})
+    base = wall.inputs["q"].clone()
+    wall.handle({"op": "wall", "fill": 5, "seed": 11})
+    answer, _ = wall.handle({"op": "wall", "n": 0})  # the no-op: no call
+    assert answer["n"] == 0 and stub.seen == []
+    wall.handle({"op": "wall", "n": 5})
+    assert len({t.data_ptr() for t in stub.seen}) == 5
+    for i, q in enumerate(stub.seen):
+        assert not torch.equal(q, base) and all(not torch.equal(q, p) for p in stub.seen[:i])
+    assert torch.equal(wall.inputs["q"], base)  # the scenario's own q is left as it was
+    wall.handle({"op": "wall", "fill": 5, "seed": 12})  # the next batch: other queries
+    wall.handle({"op": "wall", "n": 5})
+    assert all(not torch.equal(a, b) for a, b in zip(stub.seen[:5], stub.seen[5:], strict=True))
+    wall.handle({"op": "wall", "drop": True})
+    assert wall.inputs is None and wall.calls == []
+
+
+def test_a_failing_call_in_a_batch_is_the_candidates_and_drops_the_inputs():
+    wall = WallBatches(StubWorker(fail_at=1))
+    wall.handle({"op": "wall", "scenario": _scenario().to_json(), "seed": 3})
+    wall.handle({"op": "wall", "fill": 3, "seed": 1})
+    with pytest.raises(CandidateError) as info:
+        wall.handle({"op": "wall", "n": 3})
+    assert info.value.failure.code == Code.EXCEPTION and "boom" in info.value.failure.reason
+    assert wall.inputs is None and wall.calls == []
+    with pytest.raises(CandidateError):  # nothing prepared: a harness error, said so
+        wall.handle({"op": "wall", "n": 3})
+
+
+def test_a_burst_of_load_passes_on_the_second_round():
+    # every batch of the first round runs 3x slower; the second round, twice as long, does not
+    worker = FakeWorker(true_us=100.0, slow_batches=CPU_WALL.batches, extra_us=200.0)
+    result = _result(100.0, 100.0)
+    assert wall_clock.check(_session(worker), result.scenario, result, clock=worker.clock) is None
+    assert result.timing["wall"]["rounds"] == 2
+    assert result.timing["wall"]["batches"] == 3 * CPU_WALL.batches
+
+
+def test_reported_times_too_small_fail_after_both_rounds():
+    worker = FakeWorker(true_us=812.0)
+    result = _result(95.0, 95.0)
+    failure = wall_clock.check(_session(worker), result.scenario, result, clock=worker.clock)
+    assert failure is not None and failure.code == Code.TIMING_MISMATCH
+    assert "saw 812 us per call" in failure.reason and "reported 95 us" in failure.reason
+    assert result.checks["wall_clock"].startswith("failed: ")
+    assert result.timing["wall"]["rounds"] == 1 + CPU_WALL.retries  # every round failed
+    assert worker.requests[-1] == {"op": "wall", "drop": True}
+
+
+def test_rounds_stop_after_max_s():
+    # reported 1 us, true 200 ms: every batch is 2 calls, 0.4 s
+    worker = FakeWorker(true_us=200_000.0)
+    result = _result(1.0, 1.0)
+    failure = wall_clock.check(_session(worker), result.scenario, result, clock=worker.clock)
+    assert failure is not None and failure.code == Code.TIMING_MISMATCH
+    assert worker.now < CPU_WALL.max_s + 1.0
+
+
+def test_an_untimed_scenario_is_skipped_and_says_so():
+    result = ScenarioResult(Scenario("s", {}))
+    assert wall_clock.check(_session(None), result.scenario, result) is None
+    assert result.checks["wall_clock"] == "skipped: the candidate was not timed"
+
+
+# --- the real harness ------------------------------------------------------------------------
+
+
+def test_honest_kernel_passes_the_wall_clock_check_through_the_cli(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = run_harness("bench", "--target", "cpu_attention", "--kernel", str(START_CPU),
+                       "--suite", "smoke", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(out.read_text())
+    for sc in doc["scenarios"]:
+        assert sc["checks"]["wall_clock"].startswith("passed: the parent's clock saw")
+        wall, median = sc["timing"]["wall_us"], sc["times_us"]["candidate"]["median_us"]
+        figures = sc["timing"]["wall"]
+        assert figures["per_call_us"] == wall and figures["reported_us"] >= median
+        assert wall <= figures["bound_us"]
+        # the same calls on two clocks of the same run: far apart only if one of them is wrong
+        assert wall > median / 10, (wall, median)
+        assert figures["calls"] >= 2 and figures["ping_us"] > 0
+        assert sc["seconds"]["wall_clock"] < sc["seconds"]["time"]
+    assert doc["timing"]["wall_clock_s"] > 0
+    assert "wall-clock check" in proc.stdout
+
+
+FAKE_TIMER_WORKER = '''#!{python}
+"""A candidate's worker whose timer reports a tenth of each call's time (test only)."""
+import sys
+
+sys.path.insert(0, {root!r})
+from evals.harness import timing, worker
+
+args = sys.argv[1:]
+assert args[:3] == ["-P", "-m", "evals.harness.worker"], args
+argv = ["worker", *args[3:]]
+if argv[3] != "-":  # the candidate's worker, not the upstreams'
+    honest = timing.PerfCounterTimer.time_call
+
+    def tenth(self, fn, *, spin_us=0.0):
+        call = honest(self, fn, spin_us=spin_us)
+        return timing.CallTime(device_us=call.device_us / 10, issue_us=call.issue_us / 10)
+
+    timing.PerfCounterTimer.time_call = tenth
+sys.exit(worker.main(argv))
+'''
+
+
+def test_a_worker_reporting_a_tenth_of_its_time_fails_the_wall_clock_check(tmp_path, monkeypatch):
+    """A timer faked inside the candidate's worker is caught by the parent's clock.
+
+    No corpus kernel can do this: the static checks keep a kernel away from the timer (no
+    Python C-API symbols, so no patching of the harness's Python; no dlopen/dlsym, file
+    I/O, threads or raw system calls), so the hack is played here by the worker process
+    itself, started by this test with its timer patched to report a tenth of each call.
+    The wall-clock check is the defence in depth for a kernel that got past those checks.
+    The same scenario, judged honestly in the same run, is the baseline: it passes.
+    """
+    scenario = ("smoke-bf16-d64-s96-h4k2-causal",)
+    settings = RunSettings("bench", "cpu_attention", START_CPU, suite="smoke",
+                           scenario_ids=scenario)
+    honest = evaluate(settings)
+    assert honest.status == "ok", [r.failure for r in honest.results]
+    assert honest.results[0].checks["wall_clock"].startswith("passed")
+
+    script = tmp_path / "fake_timer_worker"
+    script.write_text(FAKE_TIMER_WORKER.format(python=sys.executable, root=str(ROOT)))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setattr(worker_client_module, "sys", SimpleNamespace(executable=str(script)))
+    faked = evaluate(settings)
+    result = faked.results[0]
+    assert result.failure is not None and result.failure.code == Code.TIMING_MISMATCH, (
+        result.failure)
+    assert "the parent's clock saw" in result.failure.reason
+    assert result.checks["wall_clock"].startswith("failed: ")
+    # the worker's figure is a tenth of the honest run's; the parent's is not
+    ratio = result.times["candidate"].median_us / honest.results[0].times["candidate"].median_us
+    assert ratio < 0.3, ratio
+    assert result.timing["wall_us"] > 3 * result.times["candidate"].median_us
