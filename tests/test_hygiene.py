@@ -70,3 +70,18 @@ def test_openmp_threads_are_pinned_for_cpu_targets_only(tmp_path):
     gpu = WorkerClient(get_target("fa3_hopper"), None, tmp_path / "log")
     env = gpu.environment(outer)  # pinning would tie the CUDA driver's threads to one core
     assert "OMP_PROC_BIND" not in env and "OMP_PLACES" not in env and env["PATH"] == "/usr/bin"
+
+
+def test_workers_of_check_and_bench_find_the_harness_on_a_host_where_it_is_not_installed(
+    tmp_path,
+):
+    # check and bench keep the caller's environment, but the worker runs with ``python -P``:
+    # with PYTHONPATH holding only other folders it must still find ``evals`` (last on the path)
+    from evals.harness.hygiene import package_root
+
+    client = WorkerClient(get_target("cpu_attention"), None, tmp_path / "log")
+    env = client.environment({"PATH": "/usr/bin", "PYTHONPATH": "/tmp/site"})
+    assert env["PYTHONPATH"].split(os.pathsep) == ["/tmp/site", package_root()]
+    clean = WorkerClient(get_target("cpu_attention"), None, tmp_path / "log", clean_env=True)
+    paths = clean.environment({"PATH": "/usr/bin"})["PYTHONPATH"].split(os.pathsep)
+    assert paths[-1] == package_root() and paths.count(package_root()) == 1

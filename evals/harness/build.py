@@ -25,7 +25,7 @@ import torch
 from evals.harness.build_child import COMPILER_FAILED
 from evals.harness.cache_dir import default_cache_dir, locked
 from evals.harness.failures import Code, Failure
-from evals.harness.hygiene import clean_environment, package_root
+from evals.harness.hygiene import clean_environment, with_package_root
 from evals.harness.targets.base import Target
 
 BUILD_FORMAT = 2
@@ -197,9 +197,8 @@ def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: boo
         **target.build.to_json(),
     }
     (root / "build").mkdir(exist_ok=True)
-    env = clean_environment(os.environ) if clean_env else dict(os.environ)
+    env = with_package_root(clean_environment(os.environ) if clean_env else os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), package_root()]))
     start = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-P", "-m", "evals.harness.build_child", json.dumps(spec)],

@@ -49,6 +49,19 @@ def package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
+def with_package_root(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the harness's own package folder last on ``PYTHONPATH``.
+
+    Children (worker, build child) run with ``python -P``, so they find ``evals`` on a host
+    where it is not installed only through this entry; it comes last, never ahead of what the
+    caller put there.
+    """
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if package_root() not in paths:
+        paths.append(package_root())
+    return {**env, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def clean_environment(env: Mapping[str, str]) -> dict[str, str]:
     """The environment the worker and compiler get during ``score``.
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from evals.harness import channel
 from evals.harness.failures import Code, Failure, one_line
-from evals.harness.hygiene import clean_environment
+from evals.harness.hygiene import clean_environment, with_package_root
 from evals.harness.os_sandbox import SANDBOX_ENV
 from evals.harness.targets import Target
 from evals.harness.worker_log import CappedLog
@@ -89,7 +89,7 @@ class WorkerClient:
         not: libgomp would pin the worker's main thread to one core, and every thread started
         later (the CUDA driver's too) would inherit that single core.
         """
-        base = clean_environment(outer) if self.clean_env else dict(outer)
+        base = clean_environment(outer) if self.clean_env else with_package_root(outer)
         env = dict(base, OMP_NUM_THREADS=str(self.threads), PYTHONUNBUFFERED="1")
         if SANDBOX_ENV in outer:  # the debugging switch reaches the worker, cleaned or not
             env[SANDBOX_ENV] = outer[SANDBOX_ENV]
