@@ -251,7 +251,11 @@ class _Client:
 
 
 def _session(answer, n=3, summary=None):
-    target = SimpleNamespace(limits=SimpleNamespace(call_timeout_s=120.0))
+    target = SimpleNamespace(
+        limits=SimpleNamespace(call_timeout_s=120.0),
+        inputs_per_scenario=3,
+        timing=SimpleNamespace(fresh_queries=True, spin_min_us=50.0),
+    )
     session = Session(target, _Client(answer, summary), seed=7, command="bench")
     session.own_kernels = OWN_NAMES
     results = [ScenarioResult(Scenario(id=f"s{i}"), correct=True) for i in range(n)]
@@ -263,7 +267,7 @@ def test_trace_all_sends_the_correct_scenarios_in_one_request_and_fails_the_viol
     answer = {"ok": True, "traced": True, "stopped": None}  # the summary is the payload
     session, results = _session(answer, n=3, summary=summary)
     results[1].correct = False  # already failed: not traced
-    trace_all(session, results)
+    trace_all(session, results, calls=1)
     ((header, timeout),) = session.client.requests
     assert [item["scenario"]["id"] for item in header["items"]] == ["s0", "s2"]
     assert timeout > 120.0
@@ -282,7 +286,7 @@ def test_trace_all_blames_a_candidate_error_on_its_call_and_skips_the_rest():
         "stopped": {"index": 1, "failure": failure, "restart": True},
     }
     session, results = _session(answer)
-    trace_all(session, results)
+    trace_all(session, results, calls=1)
     assert session.client.killed
     assert results[0].correct and results[0].checks["trace"].startswith("skipped: the profiler")
     assert not results[1].correct and results[1].failure.code == Code.EXCEPTION
@@ -292,14 +296,14 @@ def test_trace_all_blames_a_candidate_error_on_its_call_and_skips_the_rest():
 def test_an_unreadable_summary_skips_the_check_instead_of_crashing_the_run():
     session, results = _session({"ok": True, "traced": True, "stopped": None}, n=2)
     session.client.payload = b"{not json"
-    trace_all(session, results)
+    trace_all(session, results, calls=1)
     assert all(r.correct and r.checks["trace"].startswith("skipped") for r in results)
 
 
 def test_trace_all_fails_every_traced_scenario_when_the_worker_hangs_under_the_profiler():
     hang = WorkerFailure(Failure(Code.TIMEOUT, "no answer within 120 s (trace): hang"))
     session, results = _session(hang)
-    trace_all(session, results)
+    trace_all(session, results, calls=1)
     assert all(not r.correct and r.failure.code == Code.TIMEOUT for r in results)
     assert all(r.checks["trace"].startswith("failed: no answer") for r in results)
 
@@ -319,3 +323,60 @@ def test_a_scenario_failed_by_the_trace_is_reported_again_in_the_progress(monkey
     done, total, result = lines[-1]
     assert (done, total) == (1, len(verdict.results))
     assert result.failure.code == Code.TRACE_VIOLATION
+
+
+def _timed(results, median_us):
+    from evals.harness.timing import summarize
+
+    for r in results:
+        r.times = {"candidate": summarize([median_us] * 5)}
+        r.timing = {"spin_us": {"candidate": 80.0}}
+
+
+def test_each_scenario_gets_timed_like_calls_on_its_timing_seeds_and_all_must_pass():
+    # 2 scenarios x 3 calls; scenario 1's second call launches a library GEMM
+    calls = [GOOD, GOOD, GOOD, GOOD, [(GEMM, STREAM, TID, "in")], GOOD]
+    summary = summarise(_events(*calls), TID)
+    answer = {"ok": True, "traced": True, "stopped": None, "device_us": {"0": [9.0] * 3}}
+    session, results = _session(answer, n=2, summary=summary)
+    _timed(results, 10.0)
+    trace_all(session, results, calls=3)
+    ((header, _),) = session.client.requests
+    assert header["calls"] == 3
+    item = header["items"][0]
+    from evals.harness.session import timing_seeds
+
+    assert item["seeds"] == timing_seeds(session, results[0].scenario, 0)  # the timed sets
+    assert item["spin_us"] == 80.0 and item["fresh_queries"] is True
+    assert results[0].correct and "3 of 3 calls" in results[0].checks["trace"]
+    assert "traced 9.0 us" in results[0].checks["trace"]
+    assert not results[1].correct and results[1].failure.code == Code.TRACE_VIOLATION
+
+
+def test_traced_calls_much_slower_than_the_timed_median_fail_the_scenario():
+    summary = summarise(_events(GOOD, GOOD, GOOD), TID)
+    answer = {"ok": True, "traced": True, "stopped": None, "device_us": {"0": [400.0] * 3}}
+    session, results = _session(answer, n=1, summary=summary)
+    _timed(results, 100.0)  # limit: 2 x 100 + 50 = 250 us
+    trace_all(session, results, calls=3)
+    assert not results[0].correct and results[0].failure.code == Code.TRACE_VIOLATION
+    assert "took 400.0 us" in results[0].failure.reason and "100.0 us" in results[0].failure.reason
+
+
+def test_traced_calls_within_the_profilers_overhead_pass():
+    summary = summarise(_events(GOOD, GOOD, GOOD), TID)
+    answer = {"ok": True, "traced": True, "stopped": None, "device_us": {"0": [240.0] * 3}}
+    session, results = _session(answer, n=1, summary=summary)
+    _timed(results, 100.0)
+    trace_all(session, results, calls=3)
+    assert results[0].correct, results[0].checks
+
+
+def test_a_stop_on_a_later_call_of_a_scenario_is_blamed_on_that_scenario():
+    failure = {"code": "exception", "reason": "candidate raised RuntimeError: CUDA error"}
+    stopped = {"index": 4, "failure": failure, "restart": True}  # scenario 1, call 1
+    answer = {"ok": True, "traced": False, "error": "x", "restart": True, "stopped": stopped}
+    session, results = _session(answer, n=3)
+    trace_all(session, results, calls=3)
+    assert not results[1].correct and results[1].failure.code == Code.EXCEPTION
+    assert "earlier scenario" in results[2].checks["trace"]

@@ -20,6 +20,7 @@ from evals.harness.session import (
     check_against,
     derive_seed,
     note_peak,
+    timing_seeds,
     unpack,
 )
 from evals.harness.timing import TimingSettings, TimingStats, call_seed
@@ -128,13 +129,10 @@ def _time_request(
     """
     target, settings = session.target, session.target.timing
     upstreams = [u.name for u in target.upstreams if u.name not in result.unsupported]
-    n_sets = max(3, target.inputs_per_scenario)
     request = {
         "op": "time",
         "scenario": scenario.to_json(),
-        "seeds": [
-            derive_seed(session.seed, scenario.id, "time", attempt, i) for i in range(n_sets)
-        ],
+        "seeds": timing_seeds(session, scenario, attempt),
         "settings": dataclasses.asdict(_unpredictable(settings, session, scenario, attempt)),
         "rng_seed": derive_seed(session.seed, scenario.id, "order", attempt),
     }

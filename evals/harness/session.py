@@ -25,6 +25,12 @@ def derive_seed(seed: int, *parts: object) -> int:
     return int.from_bytes(digest[:8], "big") >> 2
 
 
+def timing_seeds(session: Session, scenario: Scenario, attempt: int) -> list[int]:
+    """The input-set seeds of timing round ``attempt`` of ``scenario`` (at least 3 sets)."""
+    n_sets = max(3, session.target.inputs_per_scenario)
+    return [derive_seed(session.seed, scenario.id, "time", attempt, i) for i in range(n_sets)]
+
+
 @dataclass
 class Tally:
     """Seconds a run spent, by where they went.

@@ -1,7 +1,9 @@
 """The GPU trace check: what candidate calls really launched, seen through torch's profiler.
 
-The worker records one profiler session over one candidate call per scenario, after all
-timing (``Recorder``); the parent judges the summary per call (``judge``): every GPU
+The worker records one profiler session, after all timing, over a few calls per scenario made
+exactly as the timing loop makes them (the timing input sets, a fresh q, the L2 flush, the
+spin and the events: ``Recorder.timed_call``), so a traced call cannot be told apart from a
+timed one; the parent judges the summary per call (``judge``): every GPU
 activity must have been launched by the calling thread during its call, run on the caller's
 stream (so it finishes before the harness's end event), no copy may move data between host
 and device, and every kernel must be the candidate's own (its ``__global__`` functions, read
@@ -56,7 +58,8 @@ class Recorder:
     """One profiler session over numbered candidate calls, with the harness's work marked.
 
     Use as a context manager; inside, run the harness's own work (making inputs) under
-    :meth:`harness` and each candidate call through :meth:`call`; after it, :meth:`summary`.
+    :meth:`harness` and each candidate call through :meth:`timed_call`; after it,
+    :meth:`summary`.
     """
 
     def __init__(self) -> None:
@@ -85,12 +88,23 @@ class Recorder:
         with record_function(HARNESS_RANGE):
             yield
 
-    def call(self, index: int, fn: Callable[[], object]) -> None:
-        """Launch the stream marker, then run candidate call ``index`` (which synchronises)."""
+    def timed_call(
+        self, index: int, fn: Callable[[], object], time_call: Callable[..., Any], spin_us: float
+    ) -> float:
+        """Candidate call ``index`` exactly as the timing loop makes it; its device time (us).
+
+        The stream marker first, then ``time_call`` (the timer's flush, spin and events, all
+        the harness's own work) around the call, so a traced call looks like a timed one.
+        """
         with record_function(f"{MARKER_RANGE}#{index}"):
             self._marker.fill_(float(index))  # its kernel names the caller's stream
-        with record_function(f"{CALL_RANGE}#{index}"):
-            fn()
+
+        def marked() -> object:
+            with record_function(f"{CALL_RANGE}#{index}"):
+                return fn()
+
+        with self.harness():
+            return float(time_call(marked, spin_us=spin_us).device_us)
 
     def summary(self) -> dict[str, Any]:
         """The session's GPU activities and who launched them (see :func:`summarise`)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import json
 import random
 import re
@@ -24,7 +23,7 @@ from typing import Any
 
 import torch
 
-from evals.harness import channel, os_sandbox, trace
+from evals.harness import channel, os_sandbox
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.gpu import release_cached_memory
 from evals.harness.guards import (
@@ -38,6 +37,7 @@ from evals.harness.guards import (
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, OutputSpec, Target, get_target
 from evals.harness.timing import Timer, TimingSettings, call_seed, measure
+from evals.harness.trace import Recorder
 
 _SIGNATURE_ERROR = re.compile(
     r"Declaration:|Expected a value of type|argument\(s\)|missing value for argument"
@@ -117,6 +117,14 @@ def classify_call_error(exc: BaseException) -> Failure:
         return Failure(Code.WRONG_SIGNATURE, f"wrong signature: {one_line(text)}")
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return Failure(Code.EXCEPTION, f"candidate raised {type(exc).__name__}: {first}")
+
+
+class _TraceStop(Exception):
+    """A candidate error inside the trace session: where it stopped and why (JSON-ready)."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        super().__init__(record["failure"]["reason"])
+        self.record = record
 
 
 class Worker:
@@ -297,28 +305,28 @@ class Worker:
         return self._timer
 
     def trace(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
-        """One profiler session over one candidate call per item (scenario and seed).
+        """One profiler session over ``calls`` timed-like candidate calls per item.
 
-        The calls come after verification and timing, so each scenario has run before and the
-        profiler's residue cannot slow any timed call. A candidate error stops the session;
-        the answer names the item it happened on. The summary is the payload, as JSON.
+        Each item names a scenario, its timing seeds, a seed for fresh queries and the spin;
+        its calls are made as the timing loop makes them (:meth:`Recorder.timed_call`)
+        on the timing input sets in turn, numbered ``item * calls + j``. They come after all
+        timing, so the profiler's residue cannot slow any timed call. A candidate error stops
+        the session; the answer names the call it happened on. The summary is the payload
+        (JSON); the header carries each item's device times (``device_us``).
         """
         stopped: dict[str, Any] | None = None
+        calls = int(req.get("calls", 1))
+        device_us: dict[str, list[float]] = {}
         try:
-            with trace.Recorder() as recorder:
-                for index, item in enumerate(req["items"]):
-                    with recorder.harness():
-                        scenario = Scenario(**item["scenario"])
-                        fn = self.prepare(self.target.make_inputs(scenario, item["seed"]))
+            with Recorder() as recorder:
+                for item_index, item in enumerate(req["items"]):
                     try:
-                        recorder.call(index, functools.partial(self.call, fn))
-                    except CandidateError as exc:
-                        failure, fatal = exc.failure.to_json(), exc.fatal
-                        stopped = {"index": index, "failure": failure, "restart": fatal}
+                        device_us[str(item_index)] = self._trace_item(
+                            recorder, item, item_index * calls, calls
+                        )
+                    except _TraceStop as stop:
+                        stopped = stop.record
                         break
-                    with recorder.harness():
-                        del fn  # this scenario's inputs, before the next one's
-                        release_cached_memory()
             summary, error = recorder.summary(), None
         except Exception as exc:  # the profiler itself failed: report, do not blame the kernel
             summary, error = None, one_line(repr(exc), 200)
@@ -326,7 +334,37 @@ class Worker:
         header = {"ok": True, "traced": summary is not None, "error": error, "stopped": stopped}
         # the summary travels as the payload: for a full suite it outgrows a header
         payload = json.dumps(summary).encode() if summary is not None else b""
-        return {**header, "restart": restart}, payload
+        return {**header, "restart": restart, "device_us": device_us}, payload
+
+    def _trace_item(
+        self, recorder: Recorder, item: dict[str, Any], first: int, calls: int
+    ) -> list[float]:
+        """One item's traced calls, numbered from ``first``; their device times (us)."""
+        scenario = Scenario(**item["scenario"])
+        with recorder.harness():
+            inputs = self.target.make_timing_inputs(scenario, list(item["seeds"]))
+            fns = [self.prepare(inp) for inp in inputs]
+        timer, times = self.timer(), []
+        for j in range(calls):
+            index = j % len(fns)
+            with recorder.harness():
+                if item.get("fresh_queries"):
+                    seed = call_seed(item["rng_seed"], j, "candidate")
+                    self.target.refill_query(scenario, inputs[index], seed)
+            try:
+                times.append(
+                    recorder.timed_call(
+                        first + j, fns[index], timer.time_call, float(item["spin_us"])
+                    )
+                )
+            except Exception as exc:
+                error = exc if isinstance(exc, CandidateError) else candidate_error(exc)
+                record = {"index": first + j, "failure": error.failure.to_json()}
+                raise _TraceStop({**record, "restart": error.fatal}) from exc
+        with recorder.harness():
+            del fns, inputs  # this scenario's inputs, before the next one's
+            release_cached_memory()
+        return times
 
     def _probe(self, name: str, inputs: list[Inputs]) -> list[Callable[[], object]]:
         """An upstream's callables, after one call shows it runs this scenario."""
