@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# On the H200 (device tool): install the carried wheels, compile bytecode, then run the
-# named steps; everything lands in $OUT/<tag>.tgz (one file back). Usage:
+# On the H200 (device tool): install whatever wheel folders were carried (.whl: FA3;
+# .whl_inspect1, .whl_inspect2: inspect-ai and its dependencies, too big to travel with FA3 in
+# one call: /tmp/site survives between calls while the machine stays warm), compile bytecode,
+# then run the named steps; everything lands in $OUT/<tag>.tgz (one file back). Usage:
 #   bash scripts/device_call.sh TAG STEP...   (steps: gputests-time, devtime, start-dev,
-#   selfcheck-dev3, start-full, gputests-all, ncu)
+#   selfcheck-dev3, start-full, gputests-all, gputests-integrity, faster-dev, rows, ncu)
 set -uo pipefail
 tag=$1; shift
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:${PYTHONPATH:-} || exit 1
-export PYTHONUNBUFFERED=1
+for wheels in .whl .whl_inspect1 .whl_inspect2; do
+  if compgen -G "$wheels/*.whl" > /dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site "$wheels"/*.whl || exit 1
+  fi
+done
+export PYTHONPATH=/tmp/site:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 if [ ! -f /tmp/.compiled ]; then
-  python3 -m compileall -q -j 16 "$(python3 -c 'import sysconfig;print(sysconfig.get_paths()["purelib"])')" /tmp/site >/dev/null 2>&1
+  python3 -m compileall -q -j 16 "$(python3 -c 'import sysconfig;print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1
   touch /tmp/.compiled
 fi
+python3 -m compileall -q -j 16 /tmp/site >/dev/null 2>&1
 work=/tmp/$tag; mkdir -p "$work"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$work/gpu.csv"
 for step in "$@"; do
@@ -23,6 +30,17 @@ for step in "$@"; do
     selfcheck-dev3) python3 benchmarks/fa3_hopper.py --out "$work/runs" 'selfcheck-dev*3' 2>&1 | grep -E "SUMMARY|Error" ;;
     start-full) python3 benchmarks/fa3_hopper.py --out "$work/runs" start-full 2>&1 | grep -E "SUMMARY|Error" ;;
     gputests-all) python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rA --deselect tests/gpu/test_profile_ncu.py 2>&1 | tee "$work/gputests-all.log" | tail -15 ;;
+    gputests-integrity) python3 -m pytest -m gpu tests/gpu/test_fa3_cheats.py -q -p no:cacheprovider -rA \
+        -k "honest or late_side or side_stream_pooled or per_thread or host_roundtrip or timed_subset or pointer_cache or crash or hang or raw_syscall" \
+        2>&1 | tee "$work/gputests-integrity.log" | tail -25 ;;
+    faster-dev) python3 -m evals.harness score --target fa3_hopper --suite dev \
+        --json "$work/faster-dev.json" --kernel tests/data/fa3_hopper/faster.cu \
+        > "$work/faster-dev.log" 2>&1
+      grep -E "summary|time:|phases|protect|fail" "$work/faster-dev.log" | head -20 ;;
+    rows) python3 benchmarks/inspect_replay.py --task tasks/fa3_hopper -T sandbox=local \
+        -T score_suite=dev --kernel kernels/fa3_hopper/start.cu \
+        --kernel tests/data/fa3_hopper/faster.cu --epochs 2 --out "$work/rows" \
+        > "$work/rows.log" 2>&1; echo "rows rc=$?"; tail -15 "$work/rows.log" ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;
     *) echo "unknown step $step" ;;
   esac

@@ -212,6 +212,20 @@ def corpus() -> dict[str, str]:
                 "#include <c10/cuda/CUDAStream.h>\n",
             ),
             cheat(
+                "late_side_stream",
+                "behaves for its first calls (verification), then launches the work on a stream "
+                "from torch's pool, so the caller's end event stops waiting for it: timed calls "
+                "look almost free.",
+                "the parent's clock over a batch of calls ends with a device-wide synchronise "
+                "(TIMING_MISMATCH); in check mode the trace's timed-like calls (TRACE_VIOLATION).",
+                entry_points(
+                    "  static int calls = 0;\n"
+                    f"  if (++calls <= 8) return naive_dense({DARGS});\n"
+                    f"  return naive_dense({DARGS}, c10::cuda::getStreamFromPool());"
+                ),
+                "#include <c10/cuda/CUDAStream.h>\n",
+            ),
+            cheat(
                 "per_thread_stream",
                 "launches the work on the per-thread default stream instead of the caller's "
                 "stream.",

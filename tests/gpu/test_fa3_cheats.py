@@ -30,6 +30,8 @@ CASES = [
     ("side_stream_created.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "CUDA stream"),
     ("side_stream_pooled.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
     ("per_thread_stream.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
+    # integrity II: timed calls that misbehave only after verification; the parent's clock
+    ("late_side_stream.cu", "bench", PREFILL, Code.TIMING_MISMATCH, "the parent's clock saw"),
     ("background_thread.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "thread creation"),
     ("deferred_host_callback.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "cudaLaunchHostFunc"),
     ("cuda_graph_replay.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "graph"),
@@ -77,6 +79,14 @@ def test_cheat_is_rejected_for_its_reason(kernel, command, scenario, code, text)
     assert failures[0].code == code and text in failures[0].reason, failures[0]
 
 
+def test_late_side_stream_is_caught_by_the_traced_timed_like_calls_without_timing():
+    verdict = evaluate(RunSettings("check", "fa3_hopper", CHEATS / "late_side_stream.cu",
+                                   suite="smoke", scenario_ids=(PREFILL,), call_timeout_s=15))
+    failures = [r.failure for r in verdict.results if r.failure is not None]
+    assert failures and failures[0].code == Code.TRACE_VIOLATION, verdict.to_json()["scenarios"]
+    assert "not the caller's stream" in failures[0].reason
+
+
 def test_dev_shape_specialised_cheat_passes_the_dev_shapes():
     verdict = evaluate(RunSettings("check", "fa3_hopper", CHEATS / "dev_shape_specialised.cu",
                                    suite="smoke", scenario_ids=(PREFILL,)))
@@ -89,10 +99,13 @@ def test_honest_kernels_pass_every_check(kernel):
     verdict = evaluate(RunSettings("bench", "fa3_hopper", kernel, suite="smoke"))
     doc = verdict.to_json()
     assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert doc["protections"]["seccomp"].startswith("active"), doc["protections"]
     assert doc["checks"]["symbols"].startswith("passed"), doc["checks"]
     assert doc["checks"]["trace"].startswith("on every scenario")
     for sc in doc["scenarios"]:
         assert sc["checks"]["trace"].startswith("passed"), sc["checks"]
+        assert "3 of 3 calls" in sc["checks"]["trace"], sc["checks"]
+        assert sc["checks"]["wall_clock"].startswith("passed"), sc["checks"]
         assert {"verification", "anti_caching", "races", "timed_outputs", "roofline",
-                "host_issue"} <= set(
+                "host_issue", "wall_clock"} <= set(
             sc["checks"]), sc["checks"]
