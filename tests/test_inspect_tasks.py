@@ -170,10 +170,11 @@ def test_container_sandboxes_need_a_checkout(tmp_path, monkeypatch):
     from evals.bench.sandboxes import sandbox_spec
 
     settings = TaskSettings(target="fa3_hopper", upstream="fa3")
-    assert sandbox_spec(settings, ROOT) == ("docker", str(ROOT / "sandboxes/hopper/compose.yaml"))
+    compose = str(ROOT / "sandboxes/hopper/compose.yaml")
+    assert sandbox_spec(settings, root=ROOT) == ("docker", compose)
     with pytest.raises(TaskArgumentError, match="KERNELSEEK_ROOT"):
-        sandbox_spec(settings, tmp_path)
+        sandbox_spec(settings, root=tmp_path)
     monkeypatch.setenv("KERNELSEEK_ROOT", str(ROOT))
     k8s = TaskSettings(target="fa3_hopper", upstream="fa3", sandbox="k8s")
     assert sandbox_spec(k8s) == ("k8s", str(ROOT / "sandboxes/k8s/values-hopper.yaml"))
-    assert sandbox_spec(TaskSettings(**{**SMOKE, "sandbox": "local"}), tmp_path) == "local"
+    assert sandbox_spec(TaskSettings(**{**SMOKE, "sandbox": "local"}), root=tmp_path) == "local"

@@ -27,7 +27,7 @@ def checkout_root() -> Path:
     return Path(found) if found else Path(evals.__file__).resolve().parent.parent
 
 
-def sandbox_spec(settings: TaskSettings, root: Path | None = None) -> str | tuple[str, str]:
+def sandbox_spec(settings: TaskSettings, *, root: Path | None = None) -> str | tuple[str, str]:
     """Inspect's sandbox argument for the settings' sandbox kind.
 
     Args:

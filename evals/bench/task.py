@@ -83,7 +83,7 @@ def kernel_task(
         dataset=[sample],
         solver=solver or kernel_agent(),
         scorer=kernel_speedup(),
-        sandbox=sandbox_spec(settings, root),
+        sandbox=sandbox_spec(settings, root=root),
         # agent messages and tokens are enforced by the arms (evals.bench.budget), so that
         # questions and the questioner's tokens do not consume the agent's budget
         working_limit=settings.time_limit,
