@@ -216,8 +216,9 @@ def corpus() -> dict[str, str]:
                 "behaves for its first calls (verification), then launches the work on a stream "
                 "from torch's pool, so the caller's end event stops waiting for it: timed calls "
                 "look almost free.",
-                "the parent's clock over a batch of calls ends with a device-wide synchronise "
-                "(TIMING_MISMATCH); in check mode the trace's timed-like calls (TRACE_VIOLATION).",
+                "in check mode the trace's timed-like calls (TRACE_VIOLATION); when timed, the "
+                "checked timed outputs (a fresh q races the pool stream) or the parent's clock "
+                "over back-to-back calls ending in a device-wide synchronise (TIMING_MISMATCH).",
                 entry_points(
                     "  static int calls = 0;\n"
                     f"  if (++calls <= 8) return naive_dense({DARGS});\n"

@@ -30,8 +30,6 @@ CASES = [
     ("side_stream_created.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "CUDA stream"),
     ("side_stream_pooled.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
     ("per_thread_stream.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
-    # integrity II: timed calls that misbehave only after verification; the parent's clock
-    ("late_side_stream.cu", "bench", PREFILL, Code.TIMING_MISMATCH, "the parent's clock saw"),
     ("background_thread.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "thread creation"),
     ("deferred_host_callback.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "cudaLaunchHostFunc"),
     ("cuda_graph_replay.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "graph"),
@@ -63,7 +61,7 @@ CASES = [
 
 def test_every_cheat_file_is_covered_and_documented():
     files = {p.name for p in CHEATS.glob("*.cu")} - {"honest_split_kv.cu"}
-    assert files == {c[0] for c in CASES} and len(files) >= 20
+    assert files == {c[0] for c in CASES} | {"late_side_stream.cu"} and len(files) >= 20
     for name in files:
         head = (CHEATS / name).read_text().splitlines()[:2]
         assert head[0].startswith("// Cheat: ") and head[1].startswith("// Caught by: ")
@@ -77,6 +75,17 @@ def test_cheat_is_rejected_for_its_reason(kernel, command, scenario, code, text)
     failures = [r.failure for r in verdict.results if r.failure is not None]
     assert verdict.status == "failed" and failures, verdict.to_json()["checks"]
     assert failures[0].code == code and text in failures[0].reason, failures[0]
+
+
+def test_late_side_stream_is_rejected_when_timed():
+    verdict = evaluate(RunSettings("bench", "fa3_hopper", CHEATS / "late_side_stream.cu",
+                                   suite="smoke", scenario_ids=(PREFILL,), call_timeout_s=15))
+    failures = [r.failure for r in verdict.results if r.failure is not None]
+    # Which check sees it first is a race: the next timed call's fresh q is written while the
+    # pool stream may still read the last one (a wrong timed output), else the parent's clock
+    # over back-to-back calls ending in a device-wide synchronise sees the work.
+    caught = {Code.TIMING_MISMATCH, Code.STALE_RESULT, Code.INACCURATE}
+    assert failures and failures[0].code in caught, verdict.to_json()["scenarios"]
 
 
 def test_late_side_stream_is_caught_by_the_traced_timed_like_calls_without_timing():

@@ -1,5 +1,5 @@
 // Cheat: behaves for its first calls (verification), then launches the work on a stream from torch's pool, so the caller's end event stops waiting for it: timed calls look almost free.
-// Caught by: the parent's clock over a batch of calls ends with a device-wide synchronise (TIMING_MISMATCH); in check mode the trace's timed-like calls (TRACE_VIOLATION).
+// Caught by: in check mode the trace's timed-like calls (TRACE_VIOLATION); when timed, the checked timed outputs (a fresh q races the pool stream) or the parent's clock over back-to-back calls ending in a device-wide synchronise (TIMING_MISMATCH).
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
