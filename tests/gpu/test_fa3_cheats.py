@@ -103,7 +103,9 @@ def test_dev_shape_specialised_cheat_passes_the_dev_shapes():
 
 
 @pytest.mark.parametrize("kernel", [ROOT / "kernels" / "fa3_hopper" / "start.cu",
-                                    CHEATS / "honest_split_kv.cu"], ids=lambda p: p.name)
+                                    CHEATS / "honest_split_kv.cu",
+                                    ROOT / "tests" / "data" / "fa3_hopper" / "faster.cu"],
+                         ids=lambda p: p.name)
 def test_honest_kernels_pass_every_check(kernel):
     verdict = evaluate(RunSettings("bench", "fa3_hopper", kernel, suite="smoke"))
     doc = verdict.to_json()
