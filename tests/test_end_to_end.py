@@ -34,9 +34,11 @@ def test_score_start_and_fast_kernels(tmp_path):
     # the table with its legend and summary, the time breakdown (adding up to the wall time)
     assert "columns:" in start_proc.stdout and "x_UP" in start_proc.stdout
     assert f"summary: all {len(start['scenarios'])} correct; geomean" in start_proc.stdout
-    assert "phases: setup" in start_proc.stdout and "timing loops" in start_proc.stdout
+    assert "phases: prepare" in start_proc.stdout and "static checks" in start_proc.stdout
+    assert "setup" in start_proc.stdout and "timing loops" in start_proc.stdout
     t = start["timing"]
-    parts = t["build_s"] + t["setup_s"] + t["verify_s"] + t["probe_s"] + t["time_s"]
+    parts = t["prepare_s"] + t["build_s"] + t["static_checks_s"] + t["setup_s"]
+    parts += t["verify_s"] + t["probe_s"] + t["time_s"]
     assert parts <= t["wall_s"] and t["time_loop_s"] <= t["time_worker_s"] <= t["time_s"]
     assert all(set(sc["seconds"]) >= {"verify", "probe", "time"} for sc in start["scenarios"])
     n = len(start["scenarios"])

@@ -18,6 +18,7 @@ import re
 import shlex
 import subprocess
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from evals.harness.compile_command import CompileCommand
@@ -106,9 +107,13 @@ def included_headers(cmd: CompileCommand) -> list[str]:
     Raises:
         ScanError: The preprocessor could not be run.
     """
+    commands = preprocess_commands(cmd)
+    # the host and device passes are independent: run them side by side
+    with ThreadPoolExecutor(max_workers=len(commands)) as pool:
+        outputs = list(pool.map(_run, commands))
     spelled: list[str] = []
-    for argv in preprocess_commands(cmd):
-        dirs, direct = parse_header_tree(_run(argv))
+    for stderr in outputs:
+        dirs, direct = parse_header_tree(stderr)
         for header in direct:
             name = spell(header, dirs)
             if name not in spelled:

@@ -33,6 +33,8 @@ def print_progress(
 def _phase_line(timing: dict[str, float]) -> list[str]:
     """Where the wall time went by phase (seconds), as far as the verdict recorded it."""
     names = {
+        "prepare_s": "prepare",
+        "static_checks_s": "static checks",
         "setup_s": "setup",
         "verify_s": "verify",
         "probe_s": "probe",

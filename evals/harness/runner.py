@@ -142,9 +142,11 @@ def evaluate(
         rejected = rejected or tampered
         outcome = tampered.reason if tampered else "passed" if hashes else "no hash list here"
         verdict.checks["install"] = outcome
+    prepare_s = time.monotonic() - start
     with tempfile.TemporaryDirectory(prefix="kernelseek-build-") as private_cache:
         built = None if rejected else _build(target, settings, Path(private_cache), notify)
         _finish(verdict, target, settings, suite, built, rejected, (progress, notify))
+    verdict.timing["prepare_s"] = prepare_s
     verdict.timing["wall_s"] = time.monotonic() - start
     return verdict
 
@@ -161,7 +163,9 @@ def _finish(
     """Judge the built candidate (or record why it cannot be judged) and fill the timing."""
     verdict.build = built.to_json() if built else None
     tally = Tally()
+    t0 = time.monotonic()
     rejected = rejected or _static_checks(target, settings, built, verdict)
+    static_s = time.monotonic() - t0
     if built is not None and built.library is None:
         assert built.failure is not None
         _fail_all(verdict, suite.scenarios, built.failure)
@@ -178,6 +182,7 @@ def _finish(
     parts = [*PHASES, *sorted({k for r in verdict.results for k in r.seconds} - set(PHASES))]
     verdict.timing = {
         "build_s": built.seconds if built else 0.0,
+        "static_checks_s": static_s,
         "candidate_calls_s": tally.candidate_s,
         "upstream_calls_s": tally.upstream_s,
         "reference_s": tally.reference_s,
@@ -323,12 +328,12 @@ def _judge_all(
     _protections(verdict, clients[0])
     try:
         ceilings = target.measure_ceilings() if verdict.command != "check" else None
-        tally.setup_s = time.monotonic() - t0
         ceil_json = dataclasses.asdict(ceilings) if ceilings else None
         verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
         session = Session(target, clients[0], verdict.seed, verdict.command, ceilings, tally)
         session.upstreams = clients[1] if len(clients) > 1 else None
         session.own_kernels = _trace_setup(verdict, target, library, settings)
+        tally.setup_s = time.monotonic() - t0
         _judge_scenarios(verdict, session, scenarios, progress, keep_going=settings.keep_going)
     finally:
         tally.requests_s = sum(c.request_s for c in clients)

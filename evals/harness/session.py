@@ -36,8 +36,8 @@ class Tally:
     """Seconds a run spent, by where they went.
 
     Candidate calls, upstream calls, the parent's reference checks, the trace and unpacking
-    outputs; worker start-up and ceilings (``setup_s``); all requests (``requests_s``) and the
-    worker's share of them (``worker_s``).
+    outputs; worker start-up, ceilings and the trace's kernel list (``setup_s``); all requests
+    (``requests_s``) and the worker's share of them (``worker_s``).
     """
 
     candidate_s: float = 0.0

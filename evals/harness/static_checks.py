@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,9 +197,13 @@ def check_symbols(library: Path, policy: SourcePolicy) -> tuple[Failure | None, 
     binaries = candidate_objects(library) or [library]
     try:
         symbols = sorted({s for b in binaries for s in undefined_symbols(b)})
-        headers = _preprocessed_headers(library, policy)
-        raw = [f"{b.name}: {ins}" for b in binaries for ins in syscalls.syscall_instructions(b)]
-        added = _added_symbols(library, policy, symbols)
+        # three independent tool runs (preprocessor, disassembler, the trivial kernel's
+        # compile the first time): side by side, each result awaited before it is judged
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            headers_job = pool.submit(_preprocessed_headers, library, policy)
+            raw_job = pool.submit(_syscall_instructions, binaries)
+            added_job = pool.submit(_added_symbols, library, policy, symbols)
+            headers, raw, added = headers_job.result(), raw_job.result(), added_job.result()
     except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
         reason = f"cannot check the candidate's build: {exc}"
         return Failure(Code.FORBIDDEN_SYMBOL, reason), "failed"
@@ -217,6 +222,11 @@ def check_symbols(library: Path, policy: SourcePolicy) -> tuple[Failure | None, 
     if headers is not None:
         finding += f"; {len(headers)} headers included (preprocessor), all allowed"
     return None, finding + "; no system-call instructions"
+
+
+def _syscall_instructions(binaries: list[Path]) -> list[str]:
+    """Every system-call instruction in ``binaries``, as ``object: instruction``."""
+    return [f"{b.name}: {ins}" for b in binaries for ins in syscalls.syscall_instructions(b)]
 
 
 def _preprocessed_headers(library: Path, policy: SourcePolicy) -> list[str] | None:
