@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from evals.harness import provenance, trace
+from evals.harness import baseline_prebuild, provenance, trace
 from evals.harness.build import BuildResult, build
 from evals.harness.device_lock import device_lock
 from evals.harness.failures import Code, Failure, HarnessInputError
@@ -143,9 +143,19 @@ def evaluate(
         outcome = tampered.reason if tampered else "passed" if hashes else "no hash list here"
         verdict.checks["install"] = outcome
     prepare_s = time.monotonic() - start
+    scoring = settings.command == "score"
+    prebuild = None
+    if settings.kernel is not None and rejected is None:
+        prebuild = baseline_prebuild.start(target, clean_env=scoring)
     with tempfile.TemporaryDirectory(prefix="kernelseek-build-") as private_cache:
         built = None if rejected else _build(target, settings, Path(private_cache), notify)
+        t0 = time.monotonic()
+        if prebuild is not None:
+            prebuild.join()  # the trivial kernel, compiled beside the candidate
+        baseline_wait_s = time.monotonic() - t0
         _finish(verdict, target, settings, suite, built, rejected, (progress, notify))
+    waited = verdict.timing.get("static_checks_s", 0.0) + baseline_wait_s
+    verdict.timing["static_checks_s"] = waited
     verdict.timing["prepare_s"] = prepare_s
     verdict.timing["wall_s"] = time.monotonic() - start
     return verdict

@@ -50,9 +50,8 @@ def baseline_symbols(
         BaselineError: The trivial kernel did not compile.
     """
     source = trivial.read_bytes()
-    key = hashlib.sha256(cmd.identity().encode() + b"\0" + source).hexdigest()[:24]
-    root = cache_root / f"baseline-{key}"
-    record = root / "symbols.json"
+    record = _record_path(cmd, source, cache_root)
+    root = record.parent
     with locked(root.with_suffix(".lock")):
         if record.is_file():
             return frozenset(json.loads(record.read_text()))
@@ -76,3 +75,26 @@ def baseline_symbols(
         symbols = sorted(set(lister(obj)))
         record.write_text(json.dumps(symbols))
         return frozenset(symbols)
+
+
+def store_baseline(
+    cmd: CompileCommand, trivial: Path, cache_root: Path, symbols: list[str]
+) -> bool:
+    """Record ``symbols`` as the baseline of ``cmd`` unless one is recorded already.
+
+    For a trivial kernel built ahead (beside the candidate's build) with a command whose
+    identity equals the candidate's: :func:`baseline_symbols` then finds it and compiles
+    nothing. Returns whether this call wrote the record.
+    """
+    record = _record_path(cmd, trivial.read_bytes(), cache_root)
+    with locked(record.parent.with_suffix(".lock")):
+        if record.is_file():
+            return False
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps(sorted(set(symbols))))
+        return True
+
+
+def _record_path(cmd: CompileCommand, source: bytes, cache_root: Path) -> Path:
+    key = hashlib.sha256(cmd.identity().encode() + b"\0" + source).hexdigest()[:24]
+    return cache_root / f"baseline-{key}" / "symbols.json"

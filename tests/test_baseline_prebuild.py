@@ -1,0 +1,69 @@
+"""The trivial kernel built beside the candidate gives the symbol check the same baseline."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from evals.harness import get_target
+from evals.harness.baseline_prebuild import start
+from evals.harness.build import build
+from evals.harness.compile_command import read_compile_command
+from evals.harness.static_checks import undefined_symbols
+from evals.harness.symbol_baseline import baseline_symbols
+from tests.helpers import BUILD_CACHE, START_CPU
+
+
+def _no_compile(path: Path) -> list[str]:
+    raise AssertionError(f"the baseline was compiled again ({path})")
+
+
+def test_prebuilt_baseline_is_found_and_equals_a_compiled_one(tmp_path, monkeypatch):
+    target = get_target("cpu_attention")
+    policy = target.policy
+    assert policy is not None and policy.trivial_kernel is not None
+    candidate = build(target, START_CPU, cache_dir=BUILD_CACHE)
+    assert candidate.library is not None
+    cmd = read_compile_command(candidate.library.parent)
+    assert cmd is not None
+
+    monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "shared"))
+    thread = start(target, clean_env=False)
+    assert thread is not None
+    thread.join(timeout=600)
+    assert not thread.is_alive()
+    shared = tmp_path / "shared" / "builds"
+    assert list(shared.glob("baseline-*/symbols.json")), "the prebuild recorded no baseline"
+
+    # the candidate's own command finds the prebuilt record: nothing is compiled again
+    found = baseline_symbols(cmd, policy.trivial_kernel, shared, _no_compile)
+    # and it equals the baseline compiled from scratch with the candidate's command
+    fresh = baseline_symbols(cmd, policy.trivial_kernel, tmp_path / "fresh", undefined_symbols)
+    assert found == fresh and len(found) > 10
+
+
+def test_no_prebuild_where_symbols_are_not_checked(monkeypatch):
+    target = get_target("cpu_attention")
+    assert target.policy is not None
+    monkeypatch.setattr(target, "policy", None, raising=False)
+    assert start(target, clean_env=False) is None
+
+
+@pytest.mark.parametrize("source", [None, "this is not C++"])
+def test_a_failed_prebuild_records_nothing_and_raises_nothing(tmp_path, monkeypatch, source):
+    target = get_target("cpu_attention")
+    assert target.policy is not None
+    trivial = tmp_path / "trivial.cpp"
+    if source is not None:
+        trivial.write_text(source)
+    monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "shared"))
+    monkeypatch.setattr(
+        target, "policy", dataclasses.replace(target.policy, trivial_kernel=trivial)
+    )
+    thread = start(target, clean_env=False)
+    assert thread is not None
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    assert not list((tmp_path / "shared").rglob("symbols.json"))
