@@ -54,52 +54,87 @@ def test_the_host_issue_cap_does_not_apply_on_the_cpu():
     assert judge_module._host_issue(_session("cpu"), _result({"candidate": 1e6})) is None
 
 
-def _header(stop):
-    stats = {"candidate": _stats(10.0).to_json(), "sdpa": _stats(20.0).to_json()}
+def _header(stop, name="candidate", median=10.0, polluted=0):
+    stats = {name: _stats(median).to_json()}
     return {
         "stop": stop,
         "trials": 12,
         "stats": stats,
         "latency": stats,
         "issue": stats,
-        "polluted": {"candidate": 0, "sdpa": 2},
-        "spin_us": {"candidate": 50.0, "sdpa": 90.0},
+        "polluted": {name: polluted},
+        "spin_us": {name: 50.0},
         "tensors": [],
     }
 
 
+def _timing_session(events):
+    session = _session("cpu")
+    session.target.upstreams = [SimpleNamespace(name="sdpa")]
+    session.client = SimpleNamespace(kill=lambda: events.append("kill candidate"))
+    session.upstreams = object()
+    return session
+
+
 @pytest.mark.parametrize(
-    ("stops", "attempts", "converged"),
+    ("stops", "up_stops", "attempts", "up_attempts", "converged"),
     [
-        (["converged"], 1, True),
-        (["time_cap", "converged"], 2, True),
-        (["time_cap", "time_cap"], 2, False),
+        (["converged"], ["converged"], [0], [0], True),
+        (["time_cap", "converged"], ["converged"], [0, 1], [1], True),
+        (["time_cap", "time_cap"], ["converged"], [0, 1], [1], False),
+        (["converged"], ["time_cap", "converged"], [0], [0, 3], True),
+        (["converged"], ["time_cap", "time_cap"], [0], [0, 3], False),
     ],
 )
-def test_unconverged_timing_is_retimed_once_then_reported(monkeypatch, stops, attempts, converged):
-    answers = iter(stops)
-    asked = []
+def test_candidate_then_upstreams_each_retimed_once_then_reported(
+    monkeypatch, stops, up_stops, attempts, up_attempts, converged
+):
+    events = []
+    answers, up_answers = iter(stops), iter(up_stops)
 
     def request(session, scenario, result, attempt):
-        asked.append(attempt)
+        events.append(("candidate", attempt))
         return _header(next(answers)), {"seeds": [1, 2, 3], "rng_seed": 4}
 
+    def up_request(session, result, request, upstreams):
+        events.append(("upstreams", request["attempt"]))
+        return _header(next(up_answers), "sdpa", 20.0, polluted=2)
+
     monkeypatch.setattr(judge_module, "_time_request", request)
+    monkeypatch.setattr(judge_module, "_request", lambda s, sc, attempt: {"attempt": attempt})
+    monkeypatch.setattr(judge_module, "_upstream_request", up_request)
     monkeypatch.setattr(judge_module, "_check_timed", lambda *a, **k: None)
     monkeypatch.setattr(judge_module, "_plausible", lambda *a: None)
     monkeypatch.setattr(judge_module, "_strict_rerun", lambda *a: None)
     monkeypatch.setattr(judge_module.wall_clock, "check", lambda *a, **k: None)
+    session = _timing_session(events)
     result = ScenarioResult(Scenario("s", {}))
     result.correct = True
-    assert judge_module.time_scenario(_session("cpu"), result.scenario, result) is None
-    assert asked == list(range(attempts))
-    assert result.timing["attempts"] == attempts and result.timing["converged"] is converged
+    assert judge_module.time_scenario(session, result.scenario, result) is None
+    assert set(result.times) == {"candidate"}  # no upstream is timed beside the candidate
+    assert judge_module.time_upstreams(session, result) is None
+    # the candidate's process is gone before any upstream is timed
+    cand = [("candidate", a) for a in attempts]
+    ups = [("upstreams", a) for a in up_attempts]
+    assert events == [*cand, "kill candidate", *ups]
+    assert result.timing["attempts"] == len(attempts)
+    assert result.timing["converged"] is converged
     assert result.timing["polluted"] == {"sdpa": 2}
+    assert result.speedup("sdpa") == 2.0 and result.seconds["time_upstreams"] >= 0
     notes = [f for f in result.flags if "did not converge" in f]
     assert bool(notes) is not converged
     assert aggregates([result], ["sdpa"])["not_converged"] == (0 if converged else 1)
     doc = result.to_json()
-    assert doc["latency_us"]["sdpa"]["median_us"] == 20.0 and doc["timing"]["attempts"] == attempts
+    assert doc["latency_us"]["sdpa"]["median_us"] == 20.0
+    assert doc["timing"]["attempts"] == len(attempts)
+
+
+def test_no_upstream_timing_when_the_candidate_was_not_timed():
+    events = []
+    session = _timing_session(events)
+    result = ScenarioResult(Scenario("s", {}))
+    assert judge_module.time_upstreams(session, result) is None
+    assert events == []
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn"])
@@ -170,8 +205,8 @@ class _KillClient:
 def test_a_suspicious_speedup_is_rejudged_in_a_fresh_process(monkeypatch, again_us, passes):
     asked = []
 
-    def request(session, scenario, result, attempt, *, with_upstreams=True):
-        asked.append((attempt, with_upstreams))
+    def request(session, scenario, result, attempt):
+        asked.append(attempt)
         header = _header("converged")
         header["stats"]["candidate"] = _stats(again_us).to_json()
         header["kept"] = list(range(30))
@@ -193,7 +228,7 @@ def test_a_suspicious_speedup_is_rejudged_in_a_fresh_process(monkeypatch, again_
     result = ScenarioResult(Scenario("s", {}))
     result.times = {"candidate": _stats(10.0), "sdpa": _stats(20.0), "other": _stats(30.0)}
     failure = judge_module._strict_rerun(session, result.scenario, result)
-    assert client.killed == 1 and asked == [(judge_module.TIMING_ATTEMPTS, False)]
+    assert client.killed == 1 and asked == [judge_module.TIMING_ATTEMPTS]
     assert checked == [judge_module.STRICT_CHECKS_PER_SET]  # every kept timed output
     # the fresh process's figures are held to the parent's clock too
     assert walls == ([(again_us, "strict_wall_clock")] if passes else [])

@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from evals.harness import wall_clock
 from evals.harness.failures import Code, Failure
+from evals.harness.gpu import release_cached_memory
 from evals.harness.scenarios import Scenario
 from evals.harness.session import (
     Session,
@@ -45,11 +47,12 @@ HOST_ISSUE_UPSTREAM_FACTOR = 2.0
 
 
 def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
-    """Time candidate and upstreams; re-time once when the timing does not converge.
+    """Time the candidate; re-time once when the timing does not converge.
 
-    Then the checks of the timing: timed outputs, the parent's clock on batches of calls
-    (:mod:`evals.harness.wall_clock`), the host-issue cap, the roofline floor and, for a
-    suspicious speedup, the strict re-run.
+    Then the checks that need the candidate's figures alone: timed outputs, the parent's
+    clock on batches of calls (:mod:`evals.harness.wall_clock`) and the roofline floor. The
+    upstreams are timed later, by :func:`time_upstreams`, once no process of the candidate
+    is left to share the device with them.
     """
     for attempt in range(TIMING_ATTEMPTS):
         header, request = _time_request(session, scenario, result, attempt)
@@ -60,10 +63,65 @@ def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) 
     return (
         failure
         or wall_clock.check(session, scenario, result)
-        or _host_issue(session, result)
         or _plausible(session, scenario, result)
-        or _strict_rerun(session, scenario, result)
     )
+
+
+def time_upstreams(session: Session, result: ScenarioResult) -> Failure | None:
+    """Time the upstreams on a scenario whose candidate passed, with the candidate's process gone.
+
+    The candidate's worker is killed first (the next candidate request starts a fresh one):
+    whatever it left behind, a queued kernel, a thread or a timer, dies with its process and
+    its CUDA context, so nothing of the candidate's can share the device (or, on the CPU, the
+    cores) with the upstreams while they are timed. The first round uses the seeds of the
+    candidate's last round (same inputs); a round that does not converge is re-timed once on
+    new ones. Then the checks that need both: the host-issue cap and, for a suspicious
+    speedup, the strict re-run (in a fresh candidate process).
+    """
+    upstreams = [u.name for u in session.target.upstreams if u.name not in result.unsupported]
+    if not upstreams or session.upstreams is None or "candidate" not in result.times:
+        return None
+    session.client.kill()
+    t0 = time.monotonic()
+    try:
+        last = int(result.timing["attempts"]) - 1
+        for attempt in (last, *range(TIMING_ATTEMPTS + 1, 2 * TIMING_ATTEMPTS)):
+            request = _request(session, result.scenario, attempt)
+            header = _upstream_request(session, result, request, upstreams)
+            if header["stop"] == "converged":
+                break
+        _record_upstreams(session, result, header)
+    finally:
+        spent = time.monotonic() - t0
+        result.seconds["time_upstreams"] = spent
+        result.seconds["time"] = result.seconds.get("time", 0.0) + spent
+    return _host_issue(session, result) or _strict_rerun(session, result.scenario, result)
+
+
+def time_all_upstreams(
+    session: Session,
+    results: list[ScenarioResult],
+    progress: Callable[[int, int, ScenarioResult], None] | None = None,
+) -> None:
+    """:func:`time_upstreams` on every scenario the candidate passed, in order.
+
+    A failure (the upstreams' worker, or the strict re-run) becomes the scenario's; each
+    scenario's progress line is given again, now with its speedups.
+    """
+    for i, result in enumerate(results):
+        if not result.correct:
+            continue
+        try:
+            failure = time_upstreams(session, result)
+        except WorkerFailure as exc:
+            failure = exc.failure
+        finally:
+            if session.target.device == "cuda":
+                release_cached_memory()
+        if failure is not None:
+            result.failure, result.correct = failure, False
+        if progress is not None:
+            progress(i + 1, len(results), result)
 
 
 def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
@@ -82,9 +140,7 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
         return None
     first = result.times["candidate"].median_us
     session.client.kill()  # the next request starts a fresh worker
-    header, request = _time_request(
-        session, scenario, result, TIMING_ATTEMPTS, with_upstreams=False
-    )
+    header, request = _time_request(session, scenario, result, TIMING_ATTEMPTS)
     kept = header.get("kept", [])
     failure = _check_timed(session, result, request, kept, per_set=STRICT_CHECKS_PER_SET)
     if failure is not None:
@@ -115,45 +171,53 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
     return None
 
 
-def _time_request(
-    session: Session,
-    scenario: Scenario,
-    result: ScenarioResult,
-    attempt: int,
-    *,
-    with_upstreams: bool = True,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One timing round (fresh input seeds and order per attempt) and its merged answer.
-
-    The candidate is timed in its worker, then the upstreams in theirs (a process that never
-    loads the candidate), one after the other on the same device, from the same seeds.
-    """
-    target, settings = session.target, session.target.timing
-    upstreams = [u.name for u in target.upstreams if u.name not in result.unsupported]
-    request = {
+def _request(session: Session, scenario: Scenario, attempt: int) -> dict[str, Any]:
+    """The timing request of round ``attempt``: its seeds, settings and order, all derived."""
+    return {
         "op": "time",
         "scenario": scenario.to_json(),
         "seeds": timing_seeds(session, scenario, attempt),
-        "settings": dataclasses.asdict(_unpredictable(settings, session, scenario, attempt)),
+        "settings": dataclasses.asdict(
+            _unpredictable(session.target.timing, session, scenario, attempt)
+        ),
         "rng_seed": derive_seed(session.seed, scenario.id, "order", attempt),
     }
-    timeout = target.limits.call_timeout_s + 2 * settings.time_cap_s
+
+
+def _timeout(session: Session) -> float:
+    target = session.target
+    return target.limits.call_timeout_s + 2 * target.timing.time_cap_s
+
+
+def _time_request(
+    session: Session, scenario: Scenario, result: ScenarioResult, attempt: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One timing round of the candidate in its worker (fresh seeds and order per attempt)."""
+    request = _request(session, scenario, attempt)
     header, _ = session.client.request(
-        {**request, "candidate": True, "upstreams": []}, timeout_s=timeout
+        {**request, "candidate": True, "upstreams": []}, timeout_s=_timeout(session)
     )
-    answers = [header]
-    if with_upstreams and upstreams and session.upstreams is not None:
-        try:
-            up, _ = session.upstreams.request(
-                {**request, "candidate": False, "upstreams": upstreams}, timeout_s=timeout
-            )
-        except WorkerFailure as exc:  # never the candidate's doing
-            reason = f"the upstreams' worker failed: {exc.failure.reason}"
-            raise WorkerFailure(Failure(Code.HARNESS_ERROR, reason)) from exc
-        answers.append(up)
-    for answer in answers:
-        _tally_answer(session, result, answer)
-    return _merge(answers), request
+    _tally_answer(session, result, header)
+    return header, request
+
+
+def _upstream_request(
+    session: Session, result: ScenarioResult, request: dict[str, Any], upstreams: list[str]
+) -> dict[str, Any]:
+    """One timing round of ``upstreams`` in their worker, from the seeds of ``request``.
+
+    Their worker is a process that never loads the candidate.
+    """
+    assert session.upstreams is not None
+    try:
+        header, _ = session.upstreams.request(
+            {**request, "candidate": False, "upstreams": upstreams}, timeout_s=_timeout(session)
+        )
+    except WorkerFailure as exc:  # never the candidate's doing
+        reason = f"the upstreams' worker failed: {exc.failure.reason}"
+        raise WorkerFailure(Failure(Code.HARNESS_ERROR, reason)) from exc
+    _tally_answer(session, result, header)
+    return header
 
 
 def _unpredictable(
@@ -181,52 +245,69 @@ def _tally_answer(session: Session, result: ScenarioResult, answer: dict[str, An
         result.seconds[part] = result.seconds.get(part, 0.0) + float(answer.get(key, 0.0))
 
 
-def _merge(answers: list[dict[str, Any]]) -> dict[str, Any]:
-    """One timing header from the candidate's answer and the upstreams' (converged if both)."""
-    merged = dict(answers[0])
-    for extra in answers[1:]:
-        for key in ("stats", "latency", "issue", "polluted", "spin_us", "busy_s"):
-            merged[key] = {**merged.get(key, {}), **extra.get(key, {})}
-        if extra["stop"] != "converged":
-            merged["stop"] = extra["stop"]
-    return merged
-
-
 def _record_timing(
     session: Session, result: ScenarioResult, header: dict[str, Any], *, attempts: int
 ) -> None:
-    """Device times, latencies, issue times and how the timing went, with notes for a reader."""
-    settings = session.target.timing
+    """The candidate's device times, latencies, issue times and how its timing went."""
     result.times = {name: TimingStats(**st) for name, st in header["stats"].items()}
     result.latency = {name: TimingStats(**st) for name, st in header.get("latency", {}).items()}
     result.issue = {name: TimingStats(**st) for name, st in header.get("issue", {}).items()}
-    worst = max(result.times.values(), key=lambda st: st.rse)
-    converged = header["stop"] == "converged"
-    polluted = {k: v for k, v in header.get("polluted", {}).items() if v}
     result.timing = {
         "trials": int(header["trials"]),
         "stop": header["stop"],
         "attempts": attempts,
-        "converged": converged,
-        "worst_rse": worst.rse,
-        "polluted": polluted,
+        "converged": header["stop"] == "converged",
+        "worst_rse": max(st.rse for st in result.times.values()),
+        "polluted": {k: v for k, v in header.get("polluted", {}).items() if v},
     }
     if session.target.device == "cuda":  # the CPU has no spin: device time is wall time
         result.timing["spin_us"] = header.get("spin_us", {})
+    _timing_flags(session, result, header, who="the candidate's timing", attempts=attempts)
+
+
+def _record_upstreams(session: Session, result: ScenarioResult, header: dict[str, Any]) -> None:
+    """Add the upstreams' figures to the candidate's, with notes for a reader."""
+    parts = ((result.times, "stats"), (result.latency, "latency"), (result.issue, "issue"))
+    for into, key in parts:
+        into.update({name: TimingStats(**st) for name, st in header.get(key, {}).items()})
+    timing = result.timing
+    timing["converged"] = timing["converged"] and header["stop"] == "converged"
+    timing["worst_rse"] = max(st.rse for st in result.times.values())
+    timing["polluted"] = {
+        **timing["polluted"],
+        **{k: v for k, v in header.get("polluted", {}).items() if v},
+    }
+    if session.target.device == "cuda":
+        timing["spin_us"] = {**timing.get("spin_us", {}), **header.get("spin_us", {})}
+    _timing_flags(session, result, header, who="the upstreams' timing", attempts=None)
     for name in result.times:
         speedup = result.speedup(name) if name != "candidate" else None
         if speedup is not None and speedup > SUSPICIOUS_SPEEDUP:
             result.flags.append(f"suspicious: {speedup:.2f}x over {name}; worth a look")
-    if not converged:
+
+
+def _timing_flags(
+    session: Session,
+    result: ScenarioResult,
+    header: dict[str, Any],
+    *,
+    who: str,
+    attempts: int | None,
+) -> None:
+    """Notes on one worker's timing: not converged, or calls discarded for host work."""
+    if header["stop"] != "converged":
+        worst = max(TimingStats(**st).rse for st in header["stats"].values())
+        rounds = f" in {attempts} attempts" if attempts else ""
         result.flags.append(
-            f"timing did not converge in {attempts} attempts (stopped at {header['stop']}): "
-            f"rse {worst.rse:.2%} over the target {settings.target_rse:.2%}; "
+            f"timing did not converge{rounds} ({who} stopped at {header['stop']}): "
+            f"rse {worst:.2%} over the target {session.target.timing.target_rse:.2%}; "
             "its figures are less precise"
         )
-    for name, n in polluted.items():
-        result.flags.append(
-            f"{n} timed call(s) of {name} discarded: host issue work outlasted the spin"
-        )
+    for name, n in header.get("polluted", {}).items():
+        if n:
+            result.flags.append(
+                f"{n} timed call(s) of {name} discarded: host issue work outlasted the spin"
+            )
 
 
 def _host_issue(session: Session, result: ScenarioResult) -> Failure | None:

@@ -19,7 +19,9 @@ def progress_line(done: int, total: int, result: ScenarioResult) -> str:
     status = "ok" if result.correct else f"FAIL {result.failure.code if result.failure else ''}"
     cand = result.times.get("candidate")
     speeds = [f"{name} {result.speedup(name):.3f}x" for name in result.times if name != "candidate"]
-    tail = f" {cand.median_us:.1f} us; " + ", ".join(speeds) if cand else ""
+    tail = f" {cand.median_us:.1f} us" if cand else ""
+    if cand and speeds:
+        tail += "; " + ", ".join(speeds)
     return f"[{done}/{total}] {result.scenario.id}: {status}{tail}"
 
 
@@ -40,6 +42,7 @@ def _phase_line(timing: dict[str, float]) -> list[str]:
         "probe_s": "probe",
         "time_s": "time",
         "time_loop_s": "of which timing loops",
+        "time_upstreams_s": "upstreams (after the candidate's process ended)",
         "wall_clock_s": "wall-clock check",
         "trace_s": "trace",
     }

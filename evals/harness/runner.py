@@ -19,6 +19,7 @@ from evals.harness.device_lock import device_lock
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
 from evals.harness.judge import PHASES, Session, Tally, judge_scenario
+from evals.harness.judge_time import time_all_upstreams
 from evals.harness.scenarios import Scenario, Suite
 from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
@@ -409,6 +410,8 @@ def _judge_scenarios(
     for i, (was, result) in enumerate(zip(correct, verdict.results, strict=True)):
         if was and not result.correct and progress is not None:  # failed the trace
             progress(i + 1, len(scenarios), result)
+    if session.command != "check":
+        time_all_upstreams(session, verdict.results, progress)
     state["after"] = target.device_state()
     verdict.provenance = {**verdict.provenance, "device_state": state}
 

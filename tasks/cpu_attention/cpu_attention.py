@@ -13,7 +13,7 @@ from inspect_ai import Task, task
 from evals.bench import TaskArgs, target_task, task_arguments
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 7  # 2: symbols read from the candidate's objects; dispatcher lookups forbidden;
+TASK_VERSION = 8  # 2: symbols read from the candidate's objects; dispatcher lookups forbidden;
 # 3: a fresh q before every timed call (a cache keyed on input contents gained 9x);
 # 4: unconverged timing re-timed once; one harness run at a time per device (a lock)
 # 5: suites add seqlen_q != seqlen_k, lengths 1 and primes, non-default scales, large q/k
@@ -23,6 +23,8 @@ TASK_VERSION = 7  # 2: symbols read from the candidate's objects; dispatcher loo
 # speedup re-judged in a fresh process; fail fast
 # 7: the candidate's worker under a seccomp allow-list (no files written, no network, no new
 # processes or threads); the parent's wall clock must agree with the reported times
+# 8: the upstreams are timed after the candidate's process is killed (nothing it leaves
+# behind can slow them), from the seeds of its own last round
 TARGET = "cpu_attention"
 
 register_unqualified(__name__)

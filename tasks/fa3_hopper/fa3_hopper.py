@@ -14,7 +14,7 @@ from inspect_ai import Task, task
 from evals.bench import TaskArgs, target_task, task_arguments
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 8  # 2: symbol and GPU trace checks on; 3: one trace session after all timing;
+TASK_VERSION = 9  # 2: symbol and GPU trace checks on; 3: one trace session after all timing;
 # 4: roofline floors allow 1.25x the measured ceilings (upstreams beat the copy rate);
 # 5: device time (host issue work hidden behind a spin) instead of host-inclusive time:
 # start.cu 0.285x -> 0.179x FA3 on dev; host issue cap; a fresh q before every timed call;
@@ -27,6 +27,8 @@ TASK_VERSION = 8  # 2: symbol and GPU trace checks on; 3: one trace session afte
 # 8: the candidate's worker under a seccomp allow-list (no network, no new processes); the
 # parent's wall clock must agree with the reported times; the trace profiles three timed-like
 # calls per scenario and their device time must agree with the timed median
+# 9: the upstreams are timed after the candidate's process is killed (nothing it leaves
+# behind can slow them), from the seeds of its own last round
 TARGET = "fa3_hopper"
 
 register_unqualified(__name__)

@@ -1,0 +1,46 @@
+"""The upstreams are timed only while no process of the candidate is alive.
+
+Whatever a candidate leaves behind after its calls (a queued kernel, a thread, a timer, an
+OpenMP team spinning on the cores) dies with its process, so it cannot slow the upstreams'
+timing and inflate its own speedup.
+"""
+
+from __future__ import annotations
+
+from evals.harness.runner import RunSettings, evaluate
+from evals.harness.worker_client import WorkerClient
+from tests.helpers import START_CPU
+
+
+def test_no_candidate_process_lives_while_the_upstreams_are_timed(monkeypatch):
+    clients: list[WorkerClient] = []
+    timed: list[tuple[str, bool]] = []
+    start, request = WorkerClient.start, WorkerClient.request
+
+    def spy_start(self):
+        clients.append(self)
+        return start(self)
+
+    def spy_request(self, message, *args, **kwargs):
+        if message.get("op") == "time":
+            candidates = [c for c in clients if c.library is not None]
+            alive = any(c.proc is not None and c.proc.poll() is None for c in candidates)
+            who = "candidate" if message.get("candidate") else "upstreams"
+            timed.append((who, alive))
+        return request(self, message, *args, **kwargs)
+
+    monkeypatch.setattr(WorkerClient, "start", spy_start)
+    monkeypatch.setattr(WorkerClient, "request", spy_request)
+    settings = RunSettings(command="bench", target="cpu_attention", kernel=START_CPU,
+                           suite="smoke", seed=3)
+    verdict = evaluate(settings)
+    assert verdict.status == "ok", verdict.failure
+    n = len(verdict.results)
+    upstream_rounds = [alive for who, alive in timed if who == "upstreams"]
+    candidate_rounds = [alive for who, alive in timed if who == "candidate"]
+    assert len(upstream_rounds) >= n and len(candidate_rounds) >= n
+    assert not any(upstream_rounds), "an upstream was timed beside a live candidate process"
+    assert all(candidate_rounds)
+    # every scenario still has its speedup, and the phases say where the time went
+    assert all(r.speedup("sdpa") for r in verdict.results)
+    assert verdict.timing["time_upstreams_s"] > 0
