@@ -4,7 +4,8 @@
 # one call: /tmp/site survives between calls while the machine stays warm), compile bytecode,
 # then run the named steps; everything lands in $OUT/<tag>.tgz (one file back). Usage:
 #   bash scripts/device_call.sh TAG STEP...   (steps: gputests-time, devtime, start-dev,
-#   selfcheck-dev3, start-full, gputests-all, gputests-cheats, gputests-rest, gputests-static, gputests-integrity, faster-dev, rows, ncu)
+#   selfcheck-dev, selfcheck-dev3, start-full, gputests-all, gputests-cheats, gputests-rest,
+#   gputests-static, gputests-integrity, faster-dev, rows, ncu)
 set -uo pipefail
 tag=$1; shift
 for wheels in .whl .whl_inspect1 .whl_inspect2; do
@@ -27,6 +28,7 @@ for step in "$@"; do
     gputests-time) python3 -m pytest -m gpu tests/gpu/test_device_time.py -q -p no:cacheprovider -rA 2>&1 | tee "$work/gputests-time.log" | tail -5 ;;
     devtime) python3 benchmarks/device_time.py --out "$work/devtime" > "$work/devtime.log" 2>&1; tail -4 "$work/devtime.log" ;;
     start-dev) python3 benchmarks/fa3_hopper.py --out "$work/runs" start-dev 2>&1 | grep -E "SUMMARY|note|Error" ;;
+    selfcheck-dev) python3 benchmarks/fa3_hopper.py --out "$work/runs" selfcheck-dev 2>&1 | grep -E "SUMMARY|Error" ;;
     selfcheck-dev3) python3 benchmarks/fa3_hopper.py --out "$work/runs" 'selfcheck-dev*3' 2>&1 | grep -E "SUMMARY|Error" ;;
     start-full) python3 benchmarks/fa3_hopper.py --out "$work/runs" start-full 2>&1 | grep -E "SUMMARY|Error" ;;
     gputests-all) python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rA --deselect tests/gpu/test_profile_ncu.py 2>&1 | tee "$work/gputests-all.log" | tail -15 ;;
