@@ -5,7 +5,7 @@
 # then run the named steps; everything lands in $OUT/<tag>.tgz (one file back). Usage:
 #   bash scripts/device_call.sh TAG STEP...   (steps: gputests-time, devtime, start-dev,
 #   selfcheck-dev, selfcheck-dev3, start-full, gputests-all, gputests-cheats, gputests-rest,
-#   gputests-static, gputests-integrity, faster-dev, rows, ncu)
+#   gputests-static, gputests-honest, gputests-integrity, faster-dev, rows, ncu)
 set -uo pipefail
 tag=$1; shift
 for wheels in .whl .whl_inspect1 .whl_inspect2; do
@@ -40,6 +40,8 @@ for step in "$@"; do
     gputests-static) python3 -m pytest -m gpu tests/gpu/test_fa3_cheats.py -q -p no:cacheprovider -rA \
         -k "honest or raw_syscall or composite_op or cublas or cudnn or aten_matmul or dlopen" \
         2>&1 | tee "$work/gputests-static.log" | tail -12 ;;
+    gputests-honest) python3 -m pytest -m gpu tests/gpu/test_fa3_cheats.py -q -p no:cacheprovider -rA \
+        -k "honest or timed_subset or late_side" 2>&1 | tee "$work/gputests-honest.log" | tail -10 ;;
     gputests-integrity) python3 -m pytest -m gpu tests/gpu/test_fa3_cheats.py -q -p no:cacheprovider -rA \
         -k "honest or late_side or side_stream_pooled or per_thread or host_roundtrip or timed_subset or pointer_cache or crash or hang or raw_syscall" \
         2>&1 | tee "$work/gputests-integrity.log" | tail -25 ;;
