@@ -78,10 +78,21 @@ def test_gpu_decision_is_one_sided_and_honours_host_bound_calls():
     assert judge(_reading(40.0), wall_clock.reported_us(_stats(100.0), _stats(15.0)),
                  GPU_WALL) is None
     # a host-bound call: the device is idle most of the time, the issue time explains U
-    reported = wall_clock.reported_us(_stats(8.0), _stats(40.0))
-    assert reported == 40.0 and bound_us(reported, GPU_WALL) == 70.0
+    reported = wall_clock.reported_us(_stats(8.0), _stats(40.0), serial=True)
+    assert reported == 48.0 and bound_us(reported, GPU_WALL) == 80.0
     assert judge(_reading(45.0), reported, GPU_WALL) is None
     assert judge(_reading(120.0), reported, GPU_WALL).code == Code.TIMING_MISMATCH
+    # a call that synchronises: issue and device time follow each other (FA3 on a ragged
+    # KV cache on the H200: 469 us device + 163 us issue, 665 us per call back to back)
+    serial = wall_clock.reported_us(_stats(469.0), _stats(163.0), serial=True)
+    assert judge(_reading(665.0), serial, GPU_WALL) is None
+    assert judge(_reading(665.0), wall_clock.reported_us(_stats(469.0), _stats(163.0)),
+                 GPU_WALL).code == Code.TIMING_MISMATCH  # what max() alone said
+    # a timer that reports a tenth of each call is still caught with the sum
+    assert judge(_reading(469.0), wall_clock.reported_us(_stats(46.9), _stats(16.3),
+                 serial=True), GPU_WALL).code == Code.TIMING_MISMATCH
+    # on the CPU the issue time is the work: the larger of the two, never the sum
+    assert wall_clock.reported_us(_stats(100.0), _stats(100.0)) == 100.0
     # the GPU's tolerance is tighter than the CPU's
     assert judge(_reading(150.0), 100.0, GPU_WALL) is not None  # over 1.25 x 100 + 20
     assert judge(_reading(150.0), 100.0, CPU_WALL) is None
