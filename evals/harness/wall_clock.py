@@ -171,9 +171,7 @@ def read(batches: Sequence[Batch]) -> Reading:
     )
 
 
-def reported_us(
-    device: TimingStats, issue: TimingStats | None, *, serial: bool = False
-) -> float:
+def reported_us(device: TimingStats, issue: TimingStats | None, *, serial: bool = False) -> float:
     """The figure U is held to, microseconds.
 
     Args:
