@@ -18,9 +18,9 @@ explain it:
     U <= reported x (1 + tolerance) + margin,
 
 where the reported figure is, on the CPU, the larger of the device and host issue medians (the
-host is the device), and on a GPU their sum: a call that synchronises (FA3's own does, to size
-its grid on ragged KV caches) cannot overlap its host work with its kernels, and back to back
-costs both (FA3 on the ragged dev scenario: 469 us device + 163 us issue, U = 665 us).
+host is the device), and on a GPU their sum: a call that synchronises cannot overlap its host
+work with its kernels, and back to back costs both (FA3 on the ragged dev scenario behaves so
+on the H200: 469 us device + 163 us issue, U = 665 us).
 
 The check is one-sided on purpose: on a GPU the back-to-back batch runs with a warm L2 and may
 take less than the cold-L2 device time, and a cache the output checks let through only makes
