@@ -193,13 +193,14 @@ class StubWorker:
 
     def __init__(self, fail_at=None):
         self.target = get_target("cpu_attention")
-        self.seen, self.fail_at = [], fail_at
+        self.seen, self.keys, self.fail_at = [], [], fail_at
 
     def prepare(self, inputs):
         def call():
             if len(self.seen) == self.fail_at:
                 raise RuntimeError("boom")
             self.seen.append(inputs["q"])
+            self.keys.append(inputs["k"])
 
         return call
 
@@ -209,7 +210,7 @@ def test_every_call_of_a_batch_gets_its_own_fresh_query():
     stub = StubWorker()
     wall = WallBatches(stub)
     wall.handle({"op": "wall", "scenario": scenario.to_json(), "seed": 3})
-    base = wall.inputs["q"].clone()
+    base = wall.sets[0]["q"].clone()
     wall.handle({"op": "wall", "fill": 5, "seed": 11})
     answer, _ = wall.handle({"op": "wall", "n": 0})  # the no-op: no call
     assert answer["n"] == 0 and stub.seen == []
@@ -217,12 +218,37 @@ def test_every_call_of_a_batch_gets_its_own_fresh_query():
     assert len({t.data_ptr() for t in stub.seen}) == 5
     for i, q in enumerate(stub.seen):
         assert not torch.equal(q, base) and all(not torch.equal(q, p) for p in stub.seen[:i])
-    assert torch.equal(wall.inputs["q"], base)  # the scenario's own q is left as it was
+    assert torch.equal(wall.sets[0]["q"], base)  # the scenario's own q is left as it was
     wall.handle({"op": "wall", "fill": 5, "seed": 12})  # the next batch: other queries
     wall.handle({"op": "wall", "n": 5})
     assert all(not torch.equal(a, b) for a, b in zip(stub.seen[:5], stub.seen[5:], strict=True))
     wall.handle({"op": "wall", "drop": True})
-    assert wall.inputs is None and wall.calls == []
+    assert wall.sets == [] and wall.calls == []
+
+
+def test_batches_run_the_timing_rounds_own_input_sets_in_turn():
+    # the same work as the timed calls: the timing round's sets (a ragged KV cache's lengths
+    # come from its seeds), rotated, each call with its own fresh q
+    scenario, seeds = _scenario(), [5, 6, 7]
+    stub = StubWorker()
+    wall = WallBatches(stub)
+    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seed": 3, "seeds": seeds})
+    timing_sets = stub.target.make_timing_inputs(scenario, seeds)
+    assert len(wall.sets) == 3
+    for ours, theirs in zip(wall.sets, timing_sets, strict=True):
+        assert torch.equal(ours["k"], theirs["k"]) and torch.equal(ours["v"], theirs["v"])
+    wall.handle({"op": "wall", "fill": 6, "seed": 11})
+    wall.handle({"op": "wall", "n": 6})
+    assert [k.data_ptr() for k in stub.keys] == [s["k"].data_ptr() for s in wall.sets] * 2
+    assert len({q.data_ptr() for q in stub.seen}) == 6
+
+
+def test_the_check_sends_the_timing_rounds_seeds():
+    worker = FakeWorker(true_us=100.0)
+    result = _result(100.0, 100.0)
+    wall_clock.check(_session(worker), result.scenario, result, seeds=[4, 5, 6],
+                     clock=worker.clock)
+    assert worker.requests[0]["seeds"] == [4, 5, 6]
 
 
 def test_a_failing_call_in_a_batch_is_the_candidates_and_drops_the_inputs():
@@ -232,7 +258,7 @@ def test_a_failing_call_in_a_batch_is_the_candidates_and_drops_the_inputs():
     with pytest.raises(CandidateError) as info:
         wall.handle({"op": "wall", "n": 3})
     assert info.value.failure.code == Code.EXCEPTION and "boom" in info.value.failure.reason
-    assert wall.inputs is None and wall.calls == []
+    assert wall.sets == [] and wall.calls == []
     with pytest.raises(CandidateError):  # nothing prepared: a harness error, said so
         wall.handle({"op": "wall", "n": 3})
 

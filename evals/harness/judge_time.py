@@ -62,7 +62,7 @@ def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) 
     failure = _check_timed(session, result, request, header.get("kept", []))
     return (
         failure
-        or wall_clock.check(session, scenario, result)
+        or wall_clock.check(session, scenario, result, seeds=request["seeds"])
         or _plausible(session, scenario, result)
     )
 
@@ -161,6 +161,7 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
         device=fresh,
         issue=TimingStats(**issue) if issue else None,
         key="strict_wall_clock",
+        seeds=request["seeds"],
     )
     if failure is not None:
         return failure

@@ -4,7 +4,8 @@ The candidate is timed inside its worker, the process that also holds the candid
 a candidate that tampered with the in-process timer (CUDA events, clocks), or left work
 running after its call returned, could report times it did not take. So after a scenario is
 timed, the parent asks the worker for batches of back-to-back calls (the worker's ``wall``
-op; each call with its own fresh q where the target refills queries, so a cache keyed on the
+op, on the input sets of the timing round it checks, so the batches do the timed calls' work;
+each call with its own fresh q where the target refills queries, so a cache keyed on the
 inputs cannot shorten a batch) and times each request's round trip with its own
 :func:`time.perf_counter`, less the round trip of a no-op request sent just before (the same
 op with no call). The smallest per-call figure over the batches,
@@ -19,8 +20,9 @@ explain it:
 
 where the reported figure is, on the CPU, the larger of the device and host issue medians (the
 host is the device), and on a GPU their sum: a call that synchronises cannot overlap its host
-work with its kernels, and back to back costs both (FA3 on the ragged dev scenario behaves so
-on the H200: 469 us device + 163 us issue, U = 665 us).
+work with its kernels, and back to back costs both. (FA3 judged against itself on the H200's
+ragged dev scenario: U = 665 us against 469 us device and 163 us issue time; its batches then
+also ran on other ragged lengths than its timed calls, one set from the check's own seed.)
 
 The check is one-sided on purpose: on a GPU the back-to-back batch runs with a warm L2 and may
 take less than the cold-L2 device time, and a cache the output checks let through only makes
@@ -319,6 +321,7 @@ def check(
     device: TimingStats | None = None,
     issue: TimingStats | None = None,
     key: str = "wall_clock",
+    seeds: Sequence[int] | None = None,
     clock: Clock = time.perf_counter,
 ) -> Failure | None:
     """Hold the candidate's reported times to the parent's clock on one scenario.
@@ -334,6 +337,9 @@ def check(
         issue: Its host issue-time stats, if the target has them.
         key: The check's name in ``result.checks`` (``wall_clock``, or
             ``strict_wall_clock`` in the strict re-run).
+        seeds: The input seeds of the timing round whose figures are checked: the batches
+            run on the same input sets (the same work; a ragged KV cache's lengths come from
+            them), each call with its own fresh q. None: one set from the check's own seed.
         clock: The parent's clock, seconds.
 
     Returns:
@@ -351,7 +357,13 @@ def check(
     seed = derive_seed(session.seed, scenario.id, "wall", key)
     try:
         session.client.request(
-            {"op": "wall", "scenario": scenario.to_json(), "seed": seed}, timeout_s=timeout
+            {
+                "op": "wall",
+                "scenario": scenario.to_json(),
+                "seed": seed,
+                "seeds": list(seeds) if seeds else [seed],
+            },
+            timeout_s=timeout,
         )
         batches, rounds = measure(
             session.client, reported, settings, seed=seed, timeout_s=timeout, clock=clock

@@ -440,10 +440,12 @@ class _TimedOutputs:
 class WallBatches:
     """The ``wall`` op: back-to-back candidate calls for the parent to time with its own clock.
 
-    ``{"scenario", "seed"}`` makes the scenario's inputs; ``{"fill": N, "seed"}`` prepares N
-    calls on them, each with its own fresh q where the target refills queries (so no call of
-    a batch repeats an earlier call's inputs, and a cache keyed on them never hits), at most
-    :attr:`POOL_BYTES` of queries (past it the calls share them in turn); ``{"n": N}`` runs
+    ``{"scenario", "seeds"}`` makes the scenario's timing input sets from the seeds of the
+    timing round it checks (the same work as the timed calls: a ragged KV cache's lengths
+    come from the seeds; ``"seed"`` alone makes one set); ``{"fill": N, "seed"}`` prepares N
+    calls on them in turn, each with its own fresh q where the target refills queries (so no
+    call of a batch repeats an earlier call's inputs, and a cache keyed on them never hits),
+    at most :attr:`POOL_BYTES` of queries (past it the calls share them in turn); ``{"n": N}`` runs
     N prepared calls back to back and answers: on a GPU with no synchronisation between the
     calls and one ``torch.cuda.synchronize()`` after the last, so work a call left running
     is waited for; N 0 is the no-op whose round trip the parent subtracts (the same path,
@@ -458,7 +460,7 @@ class WallBatches:
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self.scenario: Scenario | None = None
-        self.inputs: Inputs | None = None
+        self.sets: list[Inputs] = []
         self.calls: list[Callable[[], object]] = []
 
     def handle(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
@@ -470,12 +472,13 @@ class WallBatches:
         if req.get("drop") or "scenario" in req or "fill" in req:
             self.calls = []
         if req.get("drop") or "scenario" in req:
-            self.scenario = self.inputs = None
+            self.scenario, self.sets = None, []
         if "scenario" in req:
             self.scenario = Scenario(**req["scenario"])
-            self.inputs = target.make_inputs(self.scenario, req["seed"])
+            seeds = [int(x) for x in req.get("seeds") or [req["seed"]]]
+            self.sets = target.make_timing_inputs(self.scenario, seeds)
         n = int(req.get("n", 0))
-        if (n and not self.calls) or ("fill" in req and self.inputs is None):
+        if (n and not self.calls) or ("fill" in req and not self.sets):
             failure = Failure(Code.HARNESS_ERROR, "a wall batch before its scenario was prepared")
             raise CandidateError(failure)
         start = time.perf_counter()
@@ -488,23 +491,24 @@ class WallBatches:
             if target.device == "cuda":
                 torch.cuda.synchronize()
         except Exception as exc:
-            self.calls, self.scenario, self.inputs = [], None, None
+            self.calls, self.scenario, self.sets = [], None, []
             if isinstance(exc, CandidateError):
                 raise
             raise candidate_error(exc) from exc
         return {"ok": True, "n": n, "batch_s": time.perf_counter() - start}, b""
 
     def _fill(self, count: int, seed: int) -> list[Callable[[], object]]:
-        """``count`` calls on the inputs, each with its own fresh q (within the pool)."""
-        target, scenario, base = self.worker.target, self.scenario, self.inputs
-        assert scenario is not None and base is not None
-        q = base.get("q")
+        """``count`` calls on the sets in turn, each with its own fresh q (within the pool)."""
+        target, scenario, sets = self.worker.target, self.scenario, self.sets
+        assert scenario is not None and sets
+        q = sets[0].get("q")
         if not target.timing.fresh_queries or not isinstance(q, torch.Tensor):
-            return [self.worker.prepare(base)]
+            return [self.worker.prepare(base) for base in sets]
         fresh = max(1, min(count, self.POOL_BYTES // max(1, q.numel() * q.element_size())))
         calls: list[Callable[[], object]] = []
         for i in range(fresh):
-            inputs = {**base, "q": torch.empty_like(q)}
+            base = sets[i % len(sets)]
+            inputs = {**base, "q": torch.empty_like(base["q"])}
             target.refill_query(scenario, inputs, call_seed(seed, i, "wall"))
             calls.append(self.worker.prepare(inputs))
         return calls
