@@ -9,21 +9,24 @@ timings. The parent computes every verdict.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import random
-import re
 import resource
 import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from evals.harness import channel, os_sandbox
+from evals.harness.candidate_errors import (
+    CandidateError,
+    candidate_error,
+    poisoned_allocations,
+)
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.gpu import release_cached_memory
 from evals.harness.guards import (
@@ -35,88 +38,10 @@ from evals.harness.guards import (
     input_bytes,
 )
 from evals.harness.scenarios import Scenario
-from evals.harness.targets import Inputs, OutputSpec, Target, get_target
+from evals.harness.targets import Inputs, Target, get_target
 from evals.harness.timing import Timer, TimingSettings, call_seed, measure
 from evals.harness.trace import Recorder
-
-_SIGNATURE_ERROR = re.compile(
-    r"Declaration:|Expected a value of type|argument\(s\)|missing value for argument"
-)
-_M_PERTURB = -6  # glibc mallopt parameter
-_PERTURB_BYTE = 0xC3  # frees fill 0xC3.. (float -391.5), allocations 0x3C.. (float 0.0115)
-_NO_KERNEL = re.compile(r"Could not run '[^']+' with arguments from the '[^']+' backend")
-
-
-class CandidateError(Exception):
-    """The candidate misbehaved; carries the failure to report.
-
-    ``fatal`` means the worker cannot go on (a CUDA error poisons the process's context).
-    """
-
-    def __init__(self, failure: Failure, *, fatal: bool = False) -> None:
-        super().__init__(failure.reason)
-        self.failure = failure
-        self.fatal = fatal
-
-
-def candidate_error(exc: BaseException) -> CandidateError:
-    """Wrap an exception from a candidate call, marking CUDA errors fatal."""
-    text = str(exc)
-    fatal = "CUDA error" in text or "cudaError" in text or "illegal memory access" in text
-    return CandidateError(classify_call_error(exc), fatal=fatal)
-
-
-@contextlib.contextmanager
-def poisoned_allocations(poison: str, spec: OutputSpec) -> Iterator[None]:
-    """Prepare the memory a candidate's output will come from.
-
-    ``"nan"``: torch's deterministic mode fills every ``at::empty`` with NaN, so output
-    elements a candidate never writes show up as NaN. ``"finite"``: fresh allocations hold a
-    finite pattern (glibc's malloc perturbation on the CPU; zeroed recently freed blocks of
-    the output's size for the GPU caching allocator), so unwritten elements read back finite
-    while computed NaNs stay NaN: comparing the two runs tells the two apart.
-    """
-    if poison == "finite":
-        scratch = [torch.zeros(spec.shape, dtype=spec.dtype, device=spec.device) for _ in range(4)]
-        del scratch
-        with _malloc_perturbed():
-            yield
-        return
-    if poison != "nan":
-        yield
-        return
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(False)
-
-
-@contextlib.contextmanager
-def _malloc_perturbed() -> Iterator[None]:
-    """Make glibc fill new and freed heap blocks with a finite byte pattern (0x3C / 0xC3)."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc
-        yield
-        return
-    mallopt(_M_PERTURB, _PERTURB_BYTE)
-    try:
-        yield
-    finally:
-        mallopt(_M_PERTURB, 0)
-
-
-def classify_call_error(exc: BaseException) -> Failure:
-    """Turn an exception from a candidate call into a failure."""
-    text = str(exc)
-    if _NO_KERNEL.search(text):
-        return Failure(Code.MISSING_ENTRY_POINT, f"no kernel for this device: {one_line(text)}")
-    if isinstance(exc, TypeError) or _SIGNATURE_ERROR.search(text):
-        return Failure(Code.WRONG_SIGNATURE, f"wrong signature: {one_line(text)}")
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return Failure(Code.EXCEPTION, f"candidate raised {type(exc).__name__}: {first}")
+from evals.harness.worker_wall import WallBatches
 
 
 class _TraceStop(Exception):
@@ -435,83 +360,6 @@ class _TimedOutputs:
 
     def _bytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.outputs.values())
-
-
-class WallBatches:
-    """The ``wall`` op: back-to-back candidate calls for the parent to time with its own clock.
-
-    ``{"scenario", "seeds"}`` makes the scenario's timing input sets from the seeds of the
-    timing round it checks (the same work as the timed calls: a ragged KV cache's lengths
-    come from the seeds; ``"seed"`` alone makes one set); ``{"fill": N, "seed"}`` prepares N
-    calls on them in turn, each with its own fresh q where the target refills queries (so no
-    call of a batch repeats an earlier call's inputs, and a cache keyed on them never hits),
-    at most :attr:`POOL_BYTES` of queries (past it the calls share them in turn); ``{"n": N}`` runs
-    N prepared calls back to back and answers: on a GPU with no synchronisation between the
-    calls and one ``torch.cuda.synchronize()`` after the last, so work a call left running
-    is waited for; N 0 is the no-op whose round trip the parent subtracts (the same path,
-    no call); ``{"drop": true}`` lets the inputs go. Preparing requests end synchronised,
-    so none of their work runs into a batch. The worker's own figure (``batch_s``) is for the
-    record only: the parent times the request (:mod:`evals.harness.wall_clock`).
-    """
-
-    POOL_BYTES = 2 << 30
-    """Fresh queries one batch may hold (a GPU prefill's q can be 64 MiB)."""
-
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-        self.scenario: Scenario | None = None
-        self.sets: list[Inputs] = []
-        self.calls: list[Callable[[], object]] = []
-
-    def handle(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
-        """Make inputs, prepare calls, run a batch, or drop (see the class).
-
-        A candidate failure drops everything too.
-        """
-        target = self.worker.target
-        if req.get("drop") or "scenario" in req or "fill" in req:
-            self.calls = []
-        if req.get("drop") or "scenario" in req:
-            self.scenario, self.sets = None, []
-        if "scenario" in req:
-            self.scenario = Scenario(**req["scenario"])
-            seeds = [int(x) for x in req.get("seeds") or [req["seed"]]]
-            self.sets = target.make_timing_inputs(self.scenario, seeds)
-        n = int(req.get("n", 0))
-        if (n and not self.calls) or ("fill" in req and not self.sets):
-            failure = Failure(Code.HARNESS_ERROR, "a wall batch before its scenario was prepared")
-            raise CandidateError(failure)
-        start = time.perf_counter()
-        try:
-            if "fill" in req:
-                self.calls = self._fill(int(req["fill"]), int(req["seed"]))
-            calls = self.calls
-            for i in range(n):
-                calls[i % len(calls)]()
-            if target.device == "cuda":
-                torch.cuda.synchronize()
-        except Exception as exc:
-            self.calls, self.scenario, self.sets = [], None, []
-            if isinstance(exc, CandidateError):
-                raise
-            raise candidate_error(exc) from exc
-        return {"ok": True, "n": n, "batch_s": time.perf_counter() - start}, b""
-
-    def _fill(self, count: int, seed: int) -> list[Callable[[], object]]:
-        """``count`` calls on the sets in turn, each with its own fresh q (within the pool)."""
-        target, scenario, sets = self.worker.target, self.scenario, self.sets
-        assert scenario is not None and sets
-        q = sets[0].get("q")
-        if not target.timing.fresh_queries or not isinstance(q, torch.Tensor):
-            return [self.worker.prepare(base) for base in sets]
-        fresh = max(1, min(count, self.POOL_BYTES // max(1, q.numel() * q.element_size())))
-        calls: list[Callable[[], object]] = []
-        for i in range(fresh):
-            base = sets[i % len(sets)]
-            inputs = {**base, "q": torch.empty_like(base["q"])}
-            target.refill_query(scenario, inputs, call_seed(seed, i, "wall"))
-            calls.append(self.worker.prepare(inputs))
-        return calls
 
 
 def serve(sock: socket.socket, worker: Worker) -> None:
