@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from evals.harness.build_child import COMPILER_FAILED
+from evals.harness.build_protocol import COMPILER_FAILED
 from evals.harness.cache_dir import default_cache_dir, locked
 from evals.harness.failures import Code, Failure
 from evals.harness.hygiene import clean_environment, with_package_root

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
-COMPILER_FAILED = "KERNELSEEK-COMPILER-FAILED"
+from evals.harness.build_protocol import COMPILER_FAILED
+
 _COMPILER_ERROR = "Error building extension"  # torch.utils.cpp_extension, after ninja fails
 
 
