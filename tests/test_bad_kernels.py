@@ -5,7 +5,7 @@ import json
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate
-from evals.harness.runner import FAIL_FAST_CODES
+from evals.harness.judge_suite import FAIL_FAST_CODES
 from tests.helpers import CPU_KERNELS, run_harness
 
 CASES = [

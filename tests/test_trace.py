@@ -309,13 +309,13 @@ def test_trace_all_fails_every_traced_scenario_when_the_worker_hangs_under_the_p
 
 
 def test_a_scenario_failed_by_the_trace_is_reported_again_in_the_progress(monkeypatch):
-    from evals.harness import runner
+    from evals.harness import judge_suite, runner
 
     def fail_first(session, results):
         results[0].correct = False
         results[0].failure = Failure(Code.TRACE_VIOLATION, "launched a foreign kernel")
 
-    monkeypatch.setattr(runner, "trace_all", fail_first)
+    monkeypatch.setattr(judge_suite, "trace_all", fail_first)
     lines = []
     settings = runner.RunSettings("check", "cpu_attention", START_CPU, suite="smoke", seed=1)
     verdict = runner.evaluate(settings, progress=lambda *args: lines.append(args))

@@ -18,17 +18,15 @@ from evals.harness.build import BuildResult, build
 from evals.harness.device_lock import device_lock
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
-from evals.harness.judge import PHASES, Session, Tally, judge_scenario
-from evals.harness.judge_time import time_all_upstreams
+from evals.harness.judge import PHASES, Session, Tally
+from evals.harness.judge_suite import Progress, judge_scenarios
 from evals.harness.scenarios import Scenario, Suite
 from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
-from evals.harness.trace_judge import trace_all
 from evals.harness.verdict import ScenarioResult, Verdict
 from evals.harness.worker_client import WorkerClient, WorkerFailure
 
 Command = Literal["check", "bench", "score"]
-Progress = Callable[[int, int, ScenarioResult], None]
 Notify = Callable[[str], None]
 NOT_THE_CANDIDATE = frozenset({Code.DEVICE_BUSY, Code.HARNESS_ERROR})
 """Run-wide failures that are not the candidate's doing (a busy device, a broken build
@@ -345,7 +343,7 @@ def _judge_all(
         session.upstreams = clients[1] if len(clients) > 1 else None
         session.own_kernels = _trace_setup(verdict, target, library, settings)
         tally.setup_s = time.monotonic() - t0
-        _judge_scenarios(verdict, session, scenarios, progress, keep_going=settings.keep_going)
+        judge_scenarios(verdict, session, scenarios, progress, keep_going=settings.keep_going)
     finally:
         tally.requests_s = sum(c.request_s for c in clients)
         tally.worker_s = sum(c.worker_s for c in clients)
@@ -374,68 +372,6 @@ def _workers(target: Target, library: Path | None, settings: RunSettings) -> lis
         ups_log = keep.with_name(f"{keep.stem}.upstreams{keep.suffix}") if keep else None
         workers.append(WorkerClient(target, None, ups_log, clean_env=clean))
     return workers
-
-
-def _judge_scenarios(
-    verdict: Verdict,
-    session: Session,
-    scenarios: tuple[Scenario, ...],
-    progress: Progress | None,
-    *,
-    keep_going: bool,
-) -> None:
-    """Judge each scenario, then the trace of all; device state before and after.
-
-    Unless ``keep_going``, the same crash-like failure on two scenarios in a row skips the
-    rest (each would cost its full timeout or restart for the same answer).
-    """
-    target = session.target
-    state = {"before": target.device_state()}
-    for i, scenario in enumerate(scenarios):
-        stop = None if keep_going else _repeated_crash(verdict.results)
-        if stop is not None:
-            verdict.results.append(ScenarioResult(scenario, failure=stop))
-        else:
-            verdict.results.append(judge_scenario(session, scenario))
-        if progress is not None:
-            progress(i + 1, len(scenarios), verdict.results[-1])
-    skipped = sum(1 for r in verdict.results if r.failure and r.failure.code == Code.SKIPPED)
-    if skipped:
-        verdict.flags.append(
-            f"stopped early: {skipped} scenario(s) skipped after the same failure on two "
-            "scenarios in a row (--keep-going runs them all)"
-        )
-    correct = [r.correct for r in verdict.results]
-    trace_all(session, verdict.results)
-    for i, (was, result) in enumerate(zip(correct, verdict.results, strict=True)):
-        if was and not result.correct and progress is not None:  # failed the trace
-            progress(i + 1, len(scenarios), result)
-    if session.command != "check":
-        time_all_upstreams(session, verdict.results, progress)
-    state["after"] = target.device_state()
-    verdict.provenance = {**verdict.provenance, "device_state": state}
-
-
-FAIL_FAST_CODES = frozenset(
-    {Code.CRASH, Code.SANDBOX_VIOLATION, Code.TIMEOUT, Code.EXCEPTION, Code.LOAD_ERROR}
-)
-"""Failures that repeat on every scenario at full cost: two in a row skip the rest."""
-
-
-def _repeated_crash(results: list[ScenarioResult]) -> Failure | None:
-    """The skip reason when the last two scenarios failed with the same crash-like code."""
-    if len(results) < 2 or results[-1].failure is None or results[-2].failure is None:
-        return None
-    last, before = results[-1].failure, results[-2].failure
-    if last.code == Code.SKIPPED:
-        return last
-    if last.code != before.code or last.code not in FAIL_FAST_CODES:
-        return None
-    reason = (
-        f"skipped: the candidate failed with {last.code} on the two scenarios before "
-        f"({last.reason})"
-    )
-    return Failure(Code.SKIPPED, reason)
 
 
 def _trace_setup(
