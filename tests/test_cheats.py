@@ -102,7 +102,8 @@ def test_shape_specialised_cheat_passes_the_shapes_it_was_shown():
 
 @pytest.mark.parametrize("kernel", [START_CPU, CPU_KERNELS / "fast.cpp",
                                     CHEATS / "honest_split_kv.cpp",
-                                    CPU_KERNELS / "honest_unusual.cpp"], ids=lambda p: p.name)
+                                    CPU_KERNELS / "honest_unusual.cpp",
+                                    CPU_KERNELS / "honest_persistent.cpp"], ids=lambda p: p.name)
 def test_honest_kernels_pass_every_check(kernel):
     verdict = evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke"))
     assert verdict.status == "ok", [r.failure for r in verdict.results]
