@@ -109,15 +109,25 @@ STD_HEADERS = (
     r"algorithm|array|atomic|bit|cassert|cfloat|climits|cmath|cstddef|cstdint|cstdio|cstdlib"
     r"|cstring|functional|initializer_list|limits|memory|numeric|optional|string|tuple"
     r"|map|unordered_map|set|unordered_set|deque|list|stdexcept|iostream|sstream|complex"
-    r"|type_traits|utility|vector|math\.h|stdint\.h|stddef\.h|float\.h|assert\.h"
+    r"|type_traits|utility|vector|iterator|queue|stack|bitset|variant|any|string_view|span"
+    r"|numbers|cinttypes|cstdarg|cctype|cerrno|cfenv|ctime|chrono|new|exception|typeinfo"
+    r"|typeindex|system_error|charconv|iomanip|ios|iosfwd|ostream|istream|streambuf|valarray"
+    r"|ratio|compare|concepts|ranges|random|mutex|version"
+    r"|(math|stdint|stddef|float|assert|stdlib|string|limits|stdio|inttypes|stdarg|stdbool"
+    r"|ctype|errno)\.h"
 )
+"""The C++ standard library's headers a kernel may name; not those for threads, files, signals
+or processes (``thread``, ``future``, ``condition_variable``, ``fstream``, ``filesystem``,
+``csignal``, ``execution``): what the others declare is judged by the symbol check."""
 ALLOC_HEADERS = r"ATen/ops/(empty|empty_like|empty_strided|zeros|zeros_like|full|full_like)\.h"
 TORCH_HEADERS = (
     r"torch/library\.h",
     r"ATen/core/Tensor\.h",
+    r"ATen/(core/)?TensorAccessor\.h",
+    r"ATen/Dispatch\.h",
     ALLOC_HEADERS,
     r"c10/util/[A-Za-z0-9_]+\.h",
-    r"c10/core/ScalarType\.h",
+    r"c10/(core|macros)/[A-Za-z0-9_]+\.h",
 )
 
 

@@ -42,9 +42,13 @@ COMMON_ALLOWED_SYMBOLS: tuple[str, ...] = (
     r"operator_(new|delete)(\[\])?$",
     r"(__cxa_\w+|__gxx_personality_v0|_Unwind_Resume|__stack_chk_fail|__assert_fail"
     r"|__dso_handle|__tls_get_addr|abort|exit)$",  # exit: nvcc-built objects of honest kernels
-    # libgcc and libatomic helpers the compiler emits on its own (conversions, complex math)
+    # libgcc and libatomic helpers the compiler emits on its own (conversions, complex math,
+    # 128-bit integer division, __builtin_cpu_supports' CPU model)
     r"(__atomic_\w+|__(extend|trunc)\w+f2|__float\w+|__fix\w+|__popcount\w+"
-    r"|__(mul|div)[sdxt]c3|__powi[sdx]f2)$",
+    r"|__(mul|div)[sdxt]c3|__powi[sdx]f2|__u?(div|mod)[dt]i3|__u?mulv?[dt]i3|__muloti4"
+    r"|__cpu_model|__cpu_features2|__cpu_indicator_init)$",
+    # std::call_once and std::mutex (they start no thread)
+    r"(pthread_once|pthread_mutex_(lock|unlock|trylock)|(std::)?__once_(proxy|callable|call))$",
     r"std::(__cxx11::)?operator@",
     r"std::(__throw_\w+|terminate|__glibcxx_assert_fail|_Hash_bytes|_Rb_tree_\w+"
     r"|__detail::_Prime_rehash_policy::|__detail::_List_node_base::|_List_node_base::"

@@ -24,7 +24,8 @@ TASK_VERSION = 8  # 2: symbols read from the candidate's objects; dispatcher loo
 # 7: the candidate's worker under a seccomp allow-list (no files written, no network, no new
 # processes or threads); the parent's wall clock must agree with the reported times
 # 8: the upstreams are timed after the candidate's process is killed (nothing it leaves
-# behind can slow them), from the seeds of its own last round
+# behind can slow them), from the seeds of its own last round; wall-clock batches on the
+# timed input sets; more standard and toolkit headers allowed (the contract lists them)
 TARGET = "cpu_attention"
 
 register_unqualified(__name__)

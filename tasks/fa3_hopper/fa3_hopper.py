@@ -28,7 +28,8 @@ TASK_VERSION = 9  # 2: symbol and GPU trace checks on; 3: one trace session afte
 # parent's wall clock must agree with the reported times; the trace profiles three timed-like
 # calls per scenario and their device time must agree with the timed median
 # 9: the upstreams are timed after the candidate's process is killed (nothing it leaves
-# behind can slow them), from the seeds of its own last round
+# behind can slow them), from the seeds of its own last round; wall-clock batches on the
+# timed input sets; more standard and toolkit headers allowed (the contract lists them)
 TARGET = "fa3_hopper"
 
 register_unqualified(__name__)

@@ -58,6 +58,16 @@ NVCC_FLAGS = (
 )
 
 
+CUDA_HEADERS = (
+    r"(cuda_(runtime|runtime_api|bf16|fp16|fp8|pipeline|pipeline_primitives|awbarrier"
+    r"|awbarrier_primitives|awbarrier_helpers)|mma|math_constants|device_launch_parameters"
+    r"|device_functions|vector_types|vector_functions|driver_types|builtin_types|host_defines"
+    r"|sm_\d+_intrinsics)\.h(pp)?"
+)
+"""The CUDA toolkit's own language headers; not the driver API (``cuda.h``) nor libraries
+(cuBLAS, cuDNN, cuRAND, CUPTI, NVML, ...)."""
+
+
 class Fa3Hopper(Target):
     """Attention forward on Hopper (sm_90a): dense, varlen and KV-cache; bf16 and fp8."""
 
@@ -87,11 +97,11 @@ class Fa3Hopper(Target):
                 allowed_includes=(
                     STD_HEADERS,
                     *TORCH_HEADERS,
-                    r"cuda_(runtime|bf16|fp16|fp8|pipeline)\.h",
-                    r"mma\.h",
-                    r"cuda/(barrier|pipeline|std/[a-z_]+)",
-                    r"ATen/cuda/CUDAContext\.h",
-                    r"c10/cuda/CUDA(Guard|Stream)\.h",
+                    CUDA_HEADERS,
+                    r"cooperative_groups(/[a-z_]+)?\.h",
+                    r"cuda/[a-z_]+(/[a-z_]+)*",
+                    r"ATen/cuda/(CUDAContext|Exceptions)\.h",
+                    r"c10/cuda/CUDA(Guard|Stream|Exception)\.h",
                 ),
                 trivial_kernel=trivial_source("fa3_hopper", ".cu"),
                 allowed_symbols=COMMON_ALLOWED_SYMBOLS + CUDA_ALLOWED_SYMBOLS,

@@ -2,7 +2,10 @@
 // whole call; each thread takes blocks of 8 query rows from a shared atomic counter until none
 // are left (the CPU form of a persistent grid with a tile scheduler), and streams over the keys
 // in tiles of 32 with an online softmax (running max and sum rescaled per tile), never holding
-// a whole row of scores.
+// a whole row of scores. Also what an ordinary extension reaches for: AT_DISPATCH over the
+// dtypes, a tile width chosen once (std::call_once, __builtin_cpu_supports), 128-bit
+// arithmetic for the work count, <iterator> and <cinttypes>.
+#include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/util/BFloat16.h>
@@ -10,22 +13,40 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cinttypes>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 namespace {
 constexpr int64_t kRows = 8;   // query rows per work item
-constexpr int64_t kKeys = 32;  // keys per tile of the online softmax
+constexpr int64_t kKeys = 32;  // keys per tile of the online softmax (at most)
+
+std::once_flag tile_once;
+int64_t tile_keys = kKeys;
+
+int64_t keys_per_tile() {
+  std::call_once(tile_once, [] { tile_keys = __builtin_cpu_supports("avx2") ? kKeys : kKeys / 2; });
+  return tile_keys;
+}
+
+// items = a * b / c without overflow, through 128 bits (c > 0)
+int64_t scaled(int64_t a, int64_t b, int64_t c) {
+  const unsigned __int128 wide = static_cast<unsigned __int128>(a) * static_cast<uint64_t>(b);
+  return static_cast<int64_t>(wide / static_cast<uint64_t>(c));
+}
 
 template <typename T>
 void row(const T* qr, const T* kp, const T* vp, T* o, int64_t n, int64_t kstride, int64_t D,
          float scale, std::vector<float>& s, std::vector<float>& acc) {
   float m = -std::numeric_limits<float>::infinity(), l = 0.f;
   std::fill(acc.begin(), acc.end(), 0.f);
-  for (int64_t j0 = 0; j0 < n; j0 += kKeys) {
-    const int64_t j1 = std::min(n, j0 + kKeys);
+  const int64_t tile = keys_per_tile();
+  for (int64_t j0 = 0; j0 < n; j0 += tile) {
+    const int64_t j1 = std::min(n, j0 + tile);
     float tile_max = -std::numeric_limits<float>::infinity();
     for (int64_t j = j0; j < j1; ++j) {
       const T* kr = kp + j * kstride;
@@ -54,7 +75,8 @@ void attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::T
             bool causal, float scale) {
   const int64_t B = q.size(0), SQ = q.size(1), HQ = q.size(2), D = q.size(3);
   const int64_t SK = k.size(1), HK = k.size(2), G = HQ / HK;
-  const int64_t blocks_per_head = (SQ + kRows - 1) / kRows, items = B * HQ * blocks_per_head;
+  const int64_t blocks_per_head = (SQ + kRows - 1) / kRows;
+  const int64_t items = scaled(B * HQ, blocks_per_head * kRows, kRows);
   const T* qp = q.data_ptr<T>();
   const T* kp = k.data_ptr<T>();
   const T* vp = v.data_ptr<T>();
@@ -63,6 +85,7 @@ void attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::T
 #pragma omp parallel
   {
     std::vector<float> s(kKeys), acc(D);
+    std::fill(std::begin(s), std::end(s), 0.f);
     for (int64_t item = next.fetch_add(1); item < items; item = next.fetch_add(1)) {
       const int64_t blk = item % blocks_per_head, h = (item / blocks_per_head) % HQ;
       const int64_t b = item / (blocks_per_head * HQ);
@@ -82,8 +105,9 @@ void attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::T
 at::Tensor attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                              bool causal, double scale) {
   at::Tensor out = at::empty_like(q);
-  if (q.scalar_type() == at::kFloat) attend<float>(q, k, v, out, causal, float(scale));
-  else attend<c10::BFloat16>(q, k, v, out, causal, float(scale));
+  AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, q.scalar_type(), "attention_forward", [&] {
+    attend<scalar_t>(q, k, v, out, causal, float(scale));
+  });
   return out;
 }
 
