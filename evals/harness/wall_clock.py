@@ -83,12 +83,14 @@ class WallSettings:
     max_s: float = 5.0
 
 
-CPU_WALL = WallSettings(tolerance=1.0, margin_us=50.0, batch_us=2_000.0)
+CPU_WALL = WallSettings(tolerance=0.5, margin_us=50.0, batch_us=2_000.0)
 """CPU targets. On a busy two-core host, calls back to back run slower than the timing loop's
 separate calls, even by the worker's own clock: the median per-call time of batches of 2-8
 calls measured 2-3x the timed median with other tests running and 8-18x with two more busy
 processes, while the best of 15 such batches stayed within 1.0x. So: short batches, many of
-them, more rounds when one fails, and a tolerance of 2x (the strict re-run's on the CPU)."""
+them, more rounds when one fails. Four honest kernels on the 26-scenario dev suite with two
+busy processes on both cores: U / reported at most 1.024 (one scenario in a second round);
+so a tolerance of 1.5x: a timer faked by more than a third of the truth fails."""
 GPU_WALL = WallSettings(
     tolerance=0.25, margin_us=20.0, batch_us=5_000.0, max_calls=256, batches=4, max_s=3.0
 )
