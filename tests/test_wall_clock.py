@@ -209,7 +209,7 @@ def test_every_call_of_a_batch_gets_its_own_fresh_query():
     scenario = _scenario()
     stub = StubWorker()
     wall = WallBatches(stub)
-    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seed": 3})
+    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seeds": [3]})
     base = wall.sets[0]["q"].clone()
     wall.handle({"op": "wall", "fill": 5, "seed": 11})
     answer, _ = wall.handle({"op": "wall", "n": 0})  # the no-op: no call
@@ -232,7 +232,7 @@ def test_batches_run_the_timing_rounds_own_input_sets_in_turn():
     scenario, seeds = _scenario(), [5, 6, 7]
     stub = StubWorker()
     wall = WallBatches(stub)
-    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seed": 3, "seeds": seeds})
+    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seeds": seeds})
     timing_sets = stub.target.make_timing_inputs(scenario, seeds)
     assert len(wall.sets) == 3
     for ours, theirs in zip(wall.sets, timing_sets, strict=True):
@@ -253,7 +253,7 @@ def test_the_check_sends_the_timing_rounds_seeds():
 
 def test_a_failing_call_in_a_batch_is_the_candidates_and_drops_the_inputs():
     wall = WallBatches(StubWorker(fail_at=1))
-    wall.handle({"op": "wall", "scenario": _scenario().to_json(), "seed": 3})
+    wall.handle({"op": "wall", "scenario": _scenario().to_json(), "seeds": [3]})
     wall.handle({"op": "wall", "fill": 3, "seed": 1})
     with pytest.raises(CandidateError) as info:
         wall.handle({"op": "wall", "n": 3})

@@ -55,8 +55,8 @@ def _prebuild(target: Target, trivial: Path, clean_env: bool) -> None:
         if cmd is None:
             return
         objects = candidate_objects(built.library)
-        symbols = [s for obj in objects for s in undefined_symbols(obj)]
         if objects:
+            symbols = [s for obj in objects for s in undefined_symbols(obj)]
             symbol_baseline.store_baseline(cmd, trivial, cache, symbols)
     except Exception:  # never a verdict: the symbol check recomputes what this missed
         return

@@ -6,19 +6,15 @@ rest (each would cost its full timeout or restart for the same answer).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from evals.harness.failures import Code, Failure
 from evals.harness.judge import Session, judge_scenario
 from evals.harness.judge_time import time_all_upstreams
 from evals.harness.scenarios import Scenario
+from evals.harness.session import Progress
 from evals.harness.trace_judge import trace_all
 from evals.harness.verdict import ScenarioResult, Verdict
 
-__all__ = ["FAIL_FAST_CODES", "Progress", "judge_scenarios", "repeated_crash"]
-
-Progress = Callable[[int, int, ScenarioResult], None]
-"""Hears of each judged scenario: (done, total, result)."""
+__all__ = ["FAIL_FAST_CODES", "judge_scenarios", "repeated_crash"]
 
 
 def judge_scenarios(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable
 from typing import Any
 
 from evals.harness import wall_clock
@@ -18,6 +17,7 @@ from evals.harness.failures import Code, Failure
 from evals.harness.gpu import release_cached_memory
 from evals.harness.scenarios import Scenario
 from evals.harness.session import (
+    Progress,
     Session,
     check_against,
     derive_seed,
@@ -84,6 +84,8 @@ def time_upstreams(session: Session, result: ScenarioResult) -> Failure | None:
     session.client.kill()
     t0 = time.monotonic()
     try:
+        # the candidate's last round's seeds; then rounds numbered past the candidate's and
+        # the strict re-run's (TIMING_ATTEMPTS), so no two rounds share inputs
         last = int(result.timing["attempts"]) - 1
         for attempt in (last, *range(TIMING_ATTEMPTS + 1, 2 * TIMING_ATTEMPTS)):
             request = _request(session, result.scenario, attempt)
@@ -101,7 +103,7 @@ def time_upstreams(session: Session, result: ScenarioResult) -> Failure | None:
 def time_all_upstreams(
     session: Session,
     results: list[ScenarioResult],
-    progress: Callable[[int, int, ScenarioResult], None] | None = None,
+    progress: Progress | None = None,
 ) -> None:
     """:func:`time_upstreams` on every scenario the candidate passed, in order.
 
@@ -250,24 +252,35 @@ def _record_timing(
     session: Session, result: ScenarioResult, header: dict[str, Any], *, attempts: int
 ) -> None:
     """The candidate's device times, latencies, issue times and how its timing went."""
-    result.times = {name: TimingStats(**st) for name, st in header["stats"].items()}
-    result.latency = {name: TimingStats(**st) for name, st in header.get("latency", {}).items()}
-    result.issue = {name: TimingStats(**st) for name, st in header.get("issue", {}).items()}
+    result.times, result.latency, result.issue = {}, {}, {}
     result.timing = {
         "trials": int(header["trials"]),
         "stop": header["stop"],
         "attempts": attempts,
-        "converged": header["stop"] == "converged",
-        "worst_rse": max(st.rse for st in result.times.values()),
-        "polluted": {k: v for k, v in header.get("polluted", {}).items() if v},
+        "converged": True,
+        "polluted": {},
     }
-    if session.target.device == "cuda":  # the CPU has no spin: device time is wall time
-        result.timing["spin_us"] = header.get("spin_us", {})
-    _timing_flags(session, result, header, who="the candidate's timing", attempts=attempts)
+    _add_figures(session, result, header, who="the candidate's timing", attempts=attempts)
 
 
 def _record_upstreams(session: Session, result: ScenarioResult, header: dict[str, Any]) -> None:
     """Add the upstreams' figures to the candidate's, with notes for a reader."""
+    _add_figures(session, result, header, who="the upstreams' timing", attempts=None)
+    for name in result.times:
+        speedup = result.speedup(name) if name != "candidate" else None
+        if speedup is not None and speedup > SUSPICIOUS_SPEEDUP:
+            result.flags.append(f"suspicious: {speedup:.2f}x over {name}; worth a look")
+
+
+def _add_figures(
+    session: Session,
+    result: ScenarioResult,
+    header: dict[str, Any],
+    *,
+    who: str,
+    attempts: int | None,
+) -> None:
+    """Merge one worker's timing answer into the result: stats, convergence, discarded calls."""
     parts = ((result.times, "stats"), (result.latency, "latency"), (result.issue, "issue"))
     for into, key in parts:
         into.update({name: TimingStats(**st) for name, st in header.get(key, {}).items()})
@@ -278,13 +291,9 @@ def _record_upstreams(session: Session, result: ScenarioResult, header: dict[str
         **timing["polluted"],
         **{k: v for k, v in header.get("polluted", {}).items() if v},
     }
-    if session.target.device == "cuda":
+    if session.target.device == "cuda":  # the CPU has no spin: device time is wall time
         timing["spin_us"] = {**timing.get("spin_us", {}), **header.get("spin_us", {})}
-    _timing_flags(session, result, header, who="the upstreams' timing", attempts=None)
-    for name in result.times:
-        speedup = result.speedup(name) if name != "candidate" else None
-        if speedup is not None and speedup > SUSPICIOUS_SPEEDUP:
-            result.flags.append(f"suspicious: {speedup:.2f}x over {name}; worth a look")
+    _timing_flags(session, result, header, who=who, attempts=attempts)
 
 
 def _timing_flags(

@@ -19,8 +19,9 @@ from evals.harness.device_lock import device_lock
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
 from evals.harness.judge import PHASES, Session, Tally
-from evals.harness.judge_suite import Progress, judge_scenarios
+from evals.harness.judge_suite import judge_scenarios
 from evals.harness.scenarios import Scenario, Suite
+from evals.harness.session import Progress
 from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
 from evals.harness.verdict import ScenarioResult, Verdict
@@ -148,13 +149,7 @@ def evaluate(
         prebuild = baseline_prebuild.start(target, clean_env=scoring)
     with tempfile.TemporaryDirectory(prefix="kernelseek-build-") as private_cache:
         built = None if rejected else _build(target, settings, Path(private_cache), notify)
-        t0 = time.monotonic()
-        if prebuild is not None:
-            prebuild.join()  # the trivial kernel, compiled beside the candidate
-        baseline_wait_s = time.monotonic() - t0
-        _finish(verdict, target, settings, suite, built, rejected, (progress, notify))
-    waited = verdict.timing.get("static_checks_s", 0.0) + baseline_wait_s
-    verdict.timing["static_checks_s"] = waited
+        _finish(verdict, target, settings, suite, (built, prebuild), rejected, (progress, notify))
     verdict.timing["prepare_s"] = prepare_s
     verdict.timing["wall_s"] = time.monotonic() - start
     return verdict
@@ -165,14 +160,21 @@ def _finish(
     target: Target,
     settings: RunSettings,
     suite: Suite,
-    built: BuildResult | None,
+    builds: tuple[BuildResult | None, threading.Thread | None],
     rejected: Failure | None,
     listeners: tuple[Progress | None, Notify | None],
 ) -> None:
-    """Judge the built candidate (or record why it cannot be judged) and fill the timing."""
+    """Judge the built candidate (or record why it cannot be judged) and fill the timing.
+
+    ``builds``: the candidate's build and the trivial kernel's, still compiling beside it
+    (:mod:`evals.harness.baseline_prebuild`); waiting for it counts as static checks.
+    """
+    built, prebuild = builds
     verdict.build = built.to_json() if built else None
     tally = Tally()
     t0 = time.monotonic()
+    if prebuild is not None:
+        prebuild.join()
     rejected = rejected or _static_checks(target, settings, built, verdict)
     static_s = time.monotonic() - t0
     if built is not None and built.library is None:

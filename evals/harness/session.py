@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,10 @@ def timing_seeds(session: Session, scenario: Scenario, attempt: int) -> list[int
     """The input-set seeds of timing round ``attempt`` of ``scenario`` (at least 3 sets)."""
     n_sets = max(3, session.target.inputs_per_scenario)
     return [derive_seed(session.seed, scenario.id, "time", attempt, i) for i in range(n_sets)]
+
+
+Progress = Callable[[int, int, ScenarioResult], None]
+"""Hears of each judged scenario: (done, total, result)."""
 
 
 @dataclass

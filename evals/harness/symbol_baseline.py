@@ -79,20 +79,18 @@ def baseline_symbols(
 
 def store_baseline(
     cmd: CompileCommand, trivial: Path, cache_root: Path, symbols: list[str]
-) -> bool:
+) -> None:
     """Record ``symbols`` as the baseline of ``cmd`` unless one is recorded already.
 
     For a trivial kernel built ahead (beside the candidate's build) with a command whose
     identity equals the candidate's: :func:`baseline_symbols` then finds it and compiles
-    nothing. Returns whether this call wrote the record.
+    nothing.
     """
     record = _record_path(cmd, trivial.read_bytes(), cache_root)
     with locked(record.parent.with_suffix(".lock")):
-        if record.is_file():
-            return False
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps(sorted(set(symbols))))
-        return True
+        if not record.is_file():
+            record.parent.mkdir(parents=True, exist_ok=True)
+            record.write_text(json.dumps(sorted(set(symbols))))
 
 
 def _record_path(cmd: CompileCommand, source: bytes, cache_root: Path) -> Path:

@@ -70,11 +70,15 @@ class WallSettings:
             before, until one passes: noise only makes U larger, so more batches can only
             bring an honest U down to the truth and never a lying one below it.
         max_s: Seconds after which no further round starts.
+        serial: Whether the reported figure is device + host issue time (a GPU: a call that
+            synchronises cannot overlap the two) rather than the larger of them (the CPU,
+            whose issue time is the work itself); see :func:`reported_us`.
     """
 
     tolerance: float
     margin_us: float
     batch_us: float
+    serial: bool = False
     min_calls: int = 2
     max_calls: int = 1000
     batches: int = 8
@@ -92,11 +96,17 @@ them, more rounds when one fails. Four honest kernels on the 26-scenario dev sui
 busy processes on both cores: U / reported at most 1.024 (one scenario in a second round);
 so a tolerance of 1.5x: a timer faked by more than a third of the truth fails."""
 GPU_WALL = WallSettings(
-    tolerance=0.25, margin_us=20.0, batch_us=5_000.0, max_calls=256, batches=4, max_s=3.0
+    tolerance=0.25,
+    margin_us=20.0,
+    batch_us=5_000.0,
+    serial=True,
+    max_calls=256,
+    batches=4,
+    max_s=3.0,
 )
 """GPU targets: a dedicated device, so fewer, longer batches and a tighter tolerance. The
-figure is the device time or, for a host-bound call, its issue time; up to 256 calls a batch
-(each fresh q costs a few launches to prepare: 256 keeps that near the batch's own time)."""
+figure is device + host issue time; up to 256 calls a batch (each fresh q costs a few
+launches to prepare: 256 keeps that near the batch's own time)."""
 
 
 def wall_settings(device: str) -> WallSettings:
@@ -354,17 +364,12 @@ def check(
         return None
     t0 = time.monotonic()
     settings = wall_settings(session.target.device)
-    reported = reported_us(device, issue, serial=session.target.device == "cuda")
+    reported = reported_us(device, issue, serial=settings.serial)
     timeout = session.target.limits.call_timeout_s
     seed = derive_seed(session.seed, scenario.id, "wall", key)
     try:
         session.client.request(
-            {
-                "op": "wall",
-                "scenario": scenario.to_json(),
-                "seed": seed,
-                "seeds": list(seeds) if seeds else [seed],
-            },
+            {"op": "wall", "scenario": scenario.to_json(), "seeds": list(seeds or [seed])},
             timeout_s=timeout,
         )
         batches, rounds = measure(

@@ -29,7 +29,7 @@ class WallBatches:
 
     ``{"scenario", "seeds"}`` makes the scenario's timing input sets from the seeds of the
     timing round it checks (the same work as the timed calls: a ragged KV cache's lengths
-    come from the seeds; ``"seed"`` alone makes one set); ``{"fill": N, "seed"}`` prepares N
+    come from the seeds); ``{"fill": N, "seed"}`` prepares N
     calls on them in turn, each with its own fresh q where the target refills queries (so no
     call of a batch repeats an earlier call's inputs, and a cache keyed on them never hits),
     at most :attr:`POOL_BYTES` of queries (past it the calls share them in turn); ``{"n": N}`` runs
@@ -62,8 +62,7 @@ class WallBatches:
             self.scenario, self.sets = None, []
         if "scenario" in req:
             self.scenario = Scenario(**req["scenario"])
-            seeds = [int(x) for x in req.get("seeds") or [req["seed"]]]
-            self.sets = target.make_timing_inputs(self.scenario, seeds)
+            self.sets = target.make_timing_inputs(self.scenario, [int(x) for x in req["seeds"]])
         n = int(req.get("n", 0))
         if (n and not self.calls) or ("fill" in req and not self.sets):
             failure = Failure(Code.HARNESS_ERROR, "a wall batch before its scenario was prepared")
