@@ -12,7 +12,7 @@ import random
 import time
 from typing import Any
 
-from evals.harness import wall_clock
+from evals.harness import wall_check
 from evals.harness.failures import Code, Failure
 from evals.harness.gpu import release_cached_memory
 from evals.harness.scenarios import Scenario
@@ -50,7 +50,7 @@ def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) 
     """Time the candidate; re-time once when the timing does not converge.
 
     Then the checks that need the candidate's figures alone: timed outputs, the parent's
-    clock on batches of calls (:mod:`evals.harness.wall_clock`) and the roofline floor. The
+    clock on batches of calls (:mod:`evals.harness.wall_check`) and the roofline floor. The
     upstreams are timed later, by :func:`time_upstreams`, once no process of the candidate
     is left to share the device with them.
     """
@@ -62,7 +62,7 @@ def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) 
     failure = _check_timed(session, result, request, header.get("kept", []))
     return (
         failure
-        or wall_clock.check(session, scenario, result, seeds=request["seeds"])
+        or wall_check.check(session, scenario, result, seeds=request["seeds"])
         or _plausible(session, scenario, result)
     )
 
@@ -156,7 +156,7 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
         )
         return Failure(Code.IMPLAUSIBLE, reason)
     issue = header.get("issue", {}).get("candidate")
-    failure = wall_clock.check(
+    failure = wall_check.check(
         session,
         scenario,
         result,

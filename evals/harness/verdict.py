@@ -34,7 +34,7 @@ class ScenarioResult:
             converged, calls discarded as polluted and the final spin per implementation;
             ``wall_us``: the candidate's time per call on the parent's own clock (back-to-back
             calls, microseconds) and ``wall`` the figures behind it
-            (:mod:`evals.harness.wall_clock`).
+            (:mod:`evals.harness.wall_check`).
         unsupported: Upstream name to why it cannot run this scenario.
         flops: FLOPs of one call; bytes: bytes moved by one call.
         floor_us: The roofline floor the candidate time was checked against (GPU targets).

@@ -13,10 +13,15 @@ op with no call). The smallest per-call figure over the batches,
     U = min over batches of (round trip - smallest no-op round trip) / calls,
 
 bounds the true per-call time from above (noise only adds time, and the work cannot take less
-wall time than it needs) while staying close to it. The candidate's reported figures must
-explain it:
+wall time than it needs) while staying close to it. Nothing the candidate's process says is
+subtracted: the no-op round trip is the parent's own (:mod:`evals.harness.channel_cost`, a
+process that could inflate its no-op would shrink U), and every call of a batch must have done
+its work: the worker answers a batch with a digest of each call's output, and only then does
+the parent choose one call at random, fetch its output, and check it against the digest and
+the float64 reference (:mod:`evals.harness.wall_verify`); the digests' own cost, timed by the
+parent on the fetched output, is subtracted too. The candidate's reported figures must explain U:
 
-    U <= reported x (1 + tolerance) + margin,
+    U <= reported x (1 + tolerance) + margin + overhead / calls,
 
 where the reported figure is, on the CPU, the larger of the device and host issue medians (the
 host is the device), and on a GPU their sum: a call that synchronises cannot overlap its host
@@ -40,10 +45,8 @@ from typing import Any, Protocol
 
 from evals.harness.channel import Buffer
 from evals.harness.failures import Code, Failure
-from evals.harness.scenarios import Scenario
-from evals.harness.session import Session, derive_seed
+from evals.harness.session import derive_seed
 from evals.harness.timing import TimingStats
-from evals.harness.verdict import ScenarioResult
 
 Clock = Callable[[], float]
 """Seconds; the parent's :func:`time.perf_counter` outside tests."""
@@ -55,8 +58,11 @@ class WallSettings:
 
     Attributes:
         tolerance: Relative excess of U over the reported figure allowed (0.5 = 50%).
-        margin_us: Absolute excess allowed on top, microseconds: the batch loop's own
-            overhead, launch gaps, the no-op round trip's jitter spread over the calls.
+        margin_us: Absolute excess allowed per call, microseconds: timer granularity and
+            launch gaps; small, so the bound scales with the call's length.
+        overhead_us: Excess allowed per batch request, microseconds, spread over its calls:
+            the worker's own handling of the request (dispatch, the final synchronise, the
+            digests' allocation) that the parent's no-op cannot subtract.
         batch_us: Aim of one batch's duration, microseconds: long against the channel's
             jitter, short enough that some batch of a round runs undisturbed on a busy host.
         min_calls: Calls in a batch at least; the first batch has exactly this many, and the
@@ -77,6 +83,7 @@ class WallSettings:
 
     tolerance: float
     margin_us: float
+    overhead_us: float
     batch_us: float
     serial: bool = False
     min_calls: int = 2
@@ -87,26 +94,31 @@ class WallSettings:
     max_s: float = 5.0
 
 
-CPU_WALL = WallSettings(tolerance=0.5, margin_us=50.0, batch_us=2_000.0)
+CPU_WALL = WallSettings(tolerance=0.5, margin_us=2.0, overhead_us=400.0, batch_us=2_000.0)
 """CPU targets. On a busy two-core host, calls back to back run slower than the timing loop's
 separate calls, even by the worker's own clock: the median per-call time of batches of 2-8
 calls measured 2-3x the timed median with other tests running and 8-18x with two more busy
 processes, while the best of 15 such batches stayed within 1.0x. So: short batches, many of
-them, more rounds when one fails. Four honest kernels on the 26-scenario dev suite with two
-busy processes on both cores: U / reported at most 1.024 (one scenario in a second round);
-so a tolerance of 1.5x: a timer faked by more than a third of the truth fails."""
+them, more rounds when one fails. With four times more runnable processes than cores, the
+best of 67 batches of a 24 us call still came out at 41 us per call over 57 calls (1.7x,
+the worker's own figure agreeing): a tolerance of 1.5x, the rest of the bound per request."""
 GPU_WALL = WallSettings(
     tolerance=0.25,
-    margin_us=20.0,
+    margin_us=2.0,
+    overhead_us=100.0,
     batch_us=5_000.0,
     serial=True,
     max_calls=256,
     batches=4,
     max_s=3.0,
 )
-"""GPU targets: a dedicated device, so fewer, longer batches and a tighter tolerance. The
-figure is device + host issue time; up to 256 calls a batch (each fresh q costs a few
-launches to prepare: 256 keeps that near the batch's own time)."""
+"""GPU targets: a dedicated device, so fewer, longer batches. The figure is device + host
+issue time; up to 256 calls a batch (each fresh q costs a few launches to prepare: 256 keeps
+that near the batch's own time)."""
+
+
+GROWTH = 4
+"""A batch has at most this many times the calls of the largest batch before it."""
 
 
 def wall_settings(device: str) -> WallSettings:
@@ -121,18 +133,25 @@ class Batch:
     Attributes:
         calls: Calls in the batch.
         wall_s: The batch request's round trip on the parent's clock, seconds.
-        ping_s: The no-op request's round trip just before it, seconds.
+        ping_s: The channel's round trip as the parent measured it itself, seconds
+            (subtracted).
         worker_s: The worker's own figure for the calls, seconds (for the record only).
+        digest_s: The digests' cost for this many outputs as the parent timed it, seconds
+            (subtracted).
+        worker_ping_s: The worker's no-op round trip just before the batch, seconds (for the
+            record only: a process that inflated it must not shrink U).
     """
 
     calls: int
     wall_s: float
     ping_s: float
     worker_s: float = 0.0
+    digest_s: float = 0.0
+    worker_ping_s: float = 0.0
 
     def per_call_us(self, ping_s: float) -> float:
-        """Microseconds per call with ``ping_s`` (seconds) of channel cost subtracted."""
-        return max(0.0, self.wall_s - ping_s) / self.calls * 1e6
+        """Microseconds per call with ``ping_s`` (seconds) and the digests' cost subtracted."""
+        return max(0.0, self.wall_s - ping_s - self.digest_s) / self.calls * 1e6
 
 
 @dataclass(frozen=True)
@@ -166,15 +185,20 @@ class Reading:
         }
 
 
-def read(batches: Sequence[Batch]) -> Reading:
-    """U over ``batches``, with the smallest no-op round trip subtracted from each.
+def read(batches: Sequence[Batch], *, planned: int = 0) -> Reading:
+    """U over ``batches``, with the smallest channel round trip subtracted from each.
 
     The smallest ping subtracts the least, so the figure errs towards a slower candidate.
+    Only batches of at least ``planned`` calls count when there are any: a short batch's
+    share of the request's own overhead is large, and so is its allowance
+    (:func:`bound_us`), so a figure from the sizing batch alone would let a timer lie by
+    that much.
     """
     if not batches:
         raise ValueError("no batches")
     ping = min(b.ping_s for b in batches)
-    best = min(batches, key=lambda b: b.per_call_us(ping))
+    counted = [b for b in batches if b.calls >= planned] or list(batches)
+    best = min(counted, key=lambda b: b.per_call_us(ping))
     return Reading(
         per_call_us=best.per_call_us(ping),
         ping_us=ping * 1e6,
@@ -183,6 +207,14 @@ def read(batches: Sequence[Batch]) -> Reading:
         best_calls=best.calls,
         worker_us=best.worker_s / best.calls * 1e6,
     )
+
+
+def conclude(
+    batches: Sequence[Batch], reported: float, settings: WallSettings, max_calls: int | None
+) -> Reading:
+    """The reading that decides: over batches of the size the calls called for."""
+    planned = calls_for(max(reported, read(batches).per_call_us), settings, max_calls)
+    return read(batches, planned=planned)
 
 
 def reported_us(device: TimingStats, issue: TimingStats | None, *, serial: bool = False) -> float:
@@ -202,9 +234,13 @@ def reported_us(device: TimingStats, issue: TimingStats | None, *, serial: bool 
     return max(device.median_us, issue_us)
 
 
-def bound_us(reported: float, settings: WallSettings) -> float:
-    """The largest U the reported figure (microseconds) explains, microseconds."""
-    return reported * (1.0 + settings.tolerance) + settings.margin_us
+def bound_us(reported: float, settings: WallSettings, calls: int | None = None) -> float:
+    """The largest U the reported figure (microseconds) explains for batches of ``calls``.
+
+    ``calls`` None: the bound for one call alone (the whole per-request overhead).
+    """
+    per_request = settings.overhead_us / max(1, calls or 1)
+    return reported * (1.0 + settings.tolerance) + settings.margin_us + per_request
 
 
 def judge(reading: Reading, reported: float, settings: WallSettings) -> Failure | None:
@@ -213,26 +249,31 @@ def judge(reading: Reading, reported: float, settings: WallSettings) -> Failure 
     Args:
         reading: The parent's figures.
         reported: The worker's figure for one call (:func:`reported_us`), microseconds.
-        settings: Tolerance and margin.
+        settings: Tolerance and margins.
 
     Returns:
         ``timing_mismatch`` naming both figures, or None.
     """
-    if reading.per_call_us <= bound_us(reported, settings):
+    bound = bound_us(reported, settings, reading.best_calls)
+    if reading.per_call_us <= bound:
         return None
     reason = (
         f"the parent's clock saw {reading.per_call_us:.0f} us per call over "
         f"{reading.best_calls} back-to-back calls (best of {reading.batches} batches, the "
         f"channel's {reading.ping_us:.0f} us round trip subtracted); the worker reported "
-        f"{reported:.0f} us (allowed: {bound_us(reported, settings):.0f} us)"
+        f"{reported:.0f} us (allowed: {bound:.0f} us)"
     )
     return Failure(Code.TIMING_MISMATCH, reason)
 
 
-def calls_for(per_call_us: float, settings: WallSettings) -> int:
-    """Calls making a batch of about ``settings.batch_us``, within the call bounds."""
+def calls_for(per_call_us: float, settings: WallSettings, max_calls: int | None = None) -> int:
+    """Calls making a batch of about ``settings.batch_us``, within the call bounds.
+
+    ``max_calls`` lowers the upper bound (the outputs a batch may keep for verification).
+    """
+    top = settings.max_calls if max_calls is None else max(1, min(settings.max_calls, max_calls))
     wanted = settings.batch_us / max(per_call_us, 1e-3)
-    return int(min(settings.max_calls, max(settings.min_calls, math.ceil(wanted))))
+    return int(min(top, max(min(settings.min_calls, top), math.ceil(wanted))))
 
 
 class Client(Protocol):
@@ -245,6 +286,41 @@ class Client(Protocol):
         ...
 
 
+class Verifier(Protocol):
+    """Checks one batch's outputs (:class:`evals.harness.wall_verify.BatchVerifier`)."""
+
+    def __call__(
+        self, *, calls: int, fill_seed: int, digest_seed: int, digests: list[float]
+    ) -> float:
+        """Verify the batch (raises :class:`WallFailure`); the digests' cost, seconds."""
+        ...
+
+
+class WallFailure(Exception):
+    """A batch that did not do its work: carries the failure."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.reason)
+        self.failure = failure
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the batches of one check are run and verified.
+
+    Attributes:
+        ping_s: The channel's round trip as the parent measured it, seconds (subtracted).
+        verify: Checks each batch's outputs; None only in tests of the timing alone.
+        max_calls: Calls a batch may have at most (the outputs it may keep).
+        timeout_s: Per request, seconds.
+    """
+
+    ping_s: float = 0.0
+    verify: Verifier | None = None
+    max_calls: int | None = None
+    timeout_s: float | None = None
+
+
 def run_round(
     client: Client,
     reported: float,
@@ -252,33 +328,65 @@ def run_round(
     *,
     count: int | None = None,
     seed: int = 0,
-    timeout_s: float | None = None,
+    plan: Plan = Plan(),
     budget_s: float | None = None,
     clock: Clock = time.perf_counter,
+    before: Sequence[Batch] = (),
 ) -> list[Batch]:
     """One round of up to ``count`` batches (default ``settings.batches``).
 
+    ``before``: the batches of earlier rounds, whose sizes and readings this round goes on
+    from (a later round does not start over from the smallest batch).
+
     Before each batch the worker prepares its calls (fresh queries from a seed derived from
-    ``seed``; untimed), then the no-op and the batch are timed. The first batch has
-    ``min_calls`` calls; each later one is sized from the larger of ``reported``
-    (microseconds) and the parent's reading so far. No batch starts once ``budget_s``
-    (default ``settings.budget_s``) has passed and a batch of the planned size has run.
+    ``seed``; untimed), then the worker's no-op (for the record) and the batch are timed,
+    then the batch is verified (``plan.verify``). The first batch has ``min_calls`` calls;
+    each later one is sized from the larger of ``reported`` (microseconds) and the parent's
+    reading so far, growing at most :data:`GROWTH`-fold on the largest so far (a short
+    batch's reading carries the request's whole overhead: sized from it alone, batches of
+    short calls would stay short). No batch starts once ``budget_s`` (default
+    ``settings.budget_s``) has passed and a batch of the planned size has run.
     """
     budget = settings.budget_s if budget_s is None else budget_s
     start = clock()
     batches: list[Batch] = []
-    calls = settings.min_calls
+    calls = _next_calls(before, reported, settings, plan.max_calls)
     while len(batches) < (settings.batches if count is None else count):
-        fill = {"op": "wall", "fill": calls, "seed": derive_seed(seed, "fill", len(batches))}
-        client.request(fill, timeout_s=timeout_s)
-        ping = _round_trip(client, {"op": "wall", "n": 0}, timeout_s, clock)[0]
-        wall, header = _round_trip(client, {"op": "wall", "n": calls}, timeout_s, clock)
-        batches.append(Batch(calls, wall, ping, float(header.get("batch_s", 0.0))))
-        calls = calls_for(max(reported, read(batches).per_call_us), settings)
+        fill_seed = derive_seed(seed, "fill", len(batches))
+        digest_seed = derive_seed(seed, "digest", len(batches))
+        fill = {"op": "wall", "fill": calls, "seed": fill_seed}
+        client.request(fill, timeout_s=plan.timeout_s)
+        noop = {"op": "wall", "n": 0}
+        worker_ping = _round_trip(client, noop, plan.timeout_s, clock)[0]
+        batch = {"op": "wall", "n": calls, "digest_seed": digest_seed}
+        wall, header = _round_trip(client, batch, plan.timeout_s, clock)
+        digest_s = 0.0
+        if plan.verify is not None:
+            digests = header.get("digests")
+            if not isinstance(digests, list) or len(digests) != calls:
+                got = len(digests) if isinstance(digests, list) else "no"
+                reason = f"a wall-clock batch of {calls} calls answered {got} digests"
+                raise WallFailure(Failure(Code.TIMING_MISMATCH, reason))
+            digest_s = plan.verify(
+                calls=calls, fill_seed=fill_seed, digest_seed=digest_seed, digests=digests
+            )
+        worker_s = float(header.get("batch_s", 0.0))
+        batches.append(Batch(calls, wall, plan.ping_s, worker_s, digest_s, worker_ping))
+        calls = _next_calls([*before, *batches], reported, settings, plan.max_calls)
         planned = any(b.calls >= calls for b in batches)
         if planned and clock() - start >= budget:
             break
     return batches
+
+
+def _next_calls(
+    batches: Sequence[Batch], reported: float, settings: WallSettings, max_calls: int | None
+) -> int:
+    """The next batch's calls: ``min_calls`` first, then sized from the readings so far."""
+    if not batches:
+        return calls_for(math.inf, settings, max_calls)
+    wanted = calls_for(max(reported, read(batches).per_call_us), settings, max_calls)
+    return min(wanted, GROWTH * max(b.calls for b in batches))
 
 
 def measure(
@@ -287,7 +395,7 @@ def measure(
     settings: WallSettings,
     *,
     seed: int = 0,
-    timeout_s: float | None = None,
+    plan: Plan = Plan(),
     clock: Clock = time.perf_counter,
 ) -> tuple[list[Batch], int]:
     """The batches behind U and the rounds they took (see :class:`WallSettings`).
@@ -296,9 +404,11 @@ def measure(
     rounds of twice the batches each, none started after ``max_s``.
     """
     start = clock()
-    batches = run_round(client, reported, settings, seed=seed, timeout_s=timeout_s, clock=clock)
+    batches = run_round(client, reported, settings, seed=seed, plan=plan, clock=clock)
     rounds, count = 1, settings.batches
-    while judge(read(batches), reported, settings) is not None and rounds <= settings.retries:
+    while rounds <= settings.retries:
+        if judge(conclude(batches, reported, settings, plan.max_calls), reported, settings) is None:
+            break
         left = settings.max_s - (clock() - start)
         if left <= 0:
             break
@@ -309,9 +419,10 @@ def measure(
             settings,
             count=count,
             seed=derive_seed(seed, "round", rounds),
-            timeout_s=timeout_s,
+            plan=plan,
             budget_s=left,
             clock=clock,
+            before=batches,
         )
         rounds += 1
     return batches, rounds
@@ -323,76 +434,3 @@ def _round_trip(
     t0 = clock()
     answer, _ = client.request(header, timeout_s=timeout_s)
     return clock() - t0, answer
-
-
-def check(
-    session: Session,
-    scenario: Scenario,
-    result: ScenarioResult,
-    *,
-    device: TimingStats | None = None,
-    issue: TimingStats | None = None,
-    key: str = "wall_clock",
-    seeds: Sequence[int] | None = None,
-    clock: Clock = time.perf_counter,
-) -> Failure | None:
-    """Hold the candidate's reported times to the parent's clock on one scenario.
-
-    Args:
-        session: The run (its client is the candidate's worker).
-        scenario: The scenario just timed.
-        result: Its result: ``checks[key]`` says what was found; ``timing`` gets ``wall_us``
-            (U, microseconds) and the figures behind it (the strict re-run's under
-            ``strict_wall``); ``seconds['wall_clock']`` the check's seconds.
-        device: The candidate's device-time stats; by default ``result.times['candidate']``
-            (and then ``issue`` is ``result.issue['candidate']``).
-        issue: Its host issue-time stats, if the target has them.
-        key: The check's name in ``result.checks`` (``wall_clock``, or
-            ``strict_wall_clock`` in the strict re-run).
-        seeds: The input seeds of the timing round whose figures are checked: the batches
-            run on the same input sets (the same work; a ragged KV cache's lengths come from
-            them), each call with its own fresh q. None: one set from the check's own seed.
-        clock: The parent's clock, seconds.
-
-    Returns:
-        ``timing_mismatch`` when U exceeds what the reported figures explain, twice.
-    """
-    if device is None:
-        device, issue = result.times.get("candidate"), result.issue.get("candidate")
-    if device is None:
-        result.checks[key] = "skipped: the candidate was not timed"
-        return None
-    t0 = time.monotonic()
-    settings = wall_settings(session.target.device)
-    reported = reported_us(device, issue, serial=settings.serial)
-    timeout = session.target.limits.call_timeout_s
-    seed = derive_seed(session.seed, scenario.id, "wall", key)
-    try:
-        session.client.request(
-            {"op": "wall", "scenario": scenario.to_json(), "seeds": list(seeds or [seed])},
-            timeout_s=timeout,
-        )
-        batches, rounds = measure(
-            session.client, reported, settings, seed=seed, timeout_s=timeout, clock=clock
-        )
-        session.client.request({"op": "wall", "drop": True}, timeout_s=timeout)
-    finally:
-        spent = time.monotonic() - t0
-        result.seconds["wall_clock"] = result.seconds.get("wall_clock", 0.0) + spent
-    reading = read(batches)
-    session.tally.candidate_s += sum(max(0.0, b.wall_s - b.ping_s) for b in batches)
-    bound = bound_us(reported, settings)
-    figures = {**reading.to_json(), "rounds": rounds, "reported_us": reported, "bound_us": bound}
-    name = key.removesuffix("_clock")  # wall, strict_wall
-    result.timing[f"{name}_us"] = reading.per_call_us
-    result.timing[name] = figures
-    failure = judge(reading, reported, settings)
-    if failure is not None:
-        result.checks[key] = f"failed: {failure.reason}"
-        return failure
-    result.checks[key] = (
-        f"passed: the parent's clock saw {reading.per_call_us:.1f} us per call (best of "
-        f"{reading.batches} batches of back-to-back calls, {reading.calls} calls) <= "
-        f"{1 + settings.tolerance:g} x {reported:.1f} us reported + {settings.margin_us:g} us"
-    )
-    return None

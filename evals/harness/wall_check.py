@@ -1,0 +1,153 @@
+"""The wall-clock check of one scenario: the parent's clock against the candidate's figures.
+
+:mod:`evals.harness.wall_clock` holds the method (batches, U, the bound); this module runs it
+on a scenario with every batch verified (:mod:`evals.harness.wall_verify`) and the channel's
+cost measured by the parent (:mod:`evals.harness.channel_cost`), and records what it found.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from evals.harness import channel_cost
+from evals.harness.failures import Failure
+from evals.harness.scenarios import Scenario
+from evals.harness.session import Session, derive_seed
+from evals.harness.timing import TimingStats
+from evals.harness.verdict import ScenarioResult
+from evals.harness.wall_clock import (
+    Batch,
+    Clock,
+    Plan,
+    WallFailure,
+    bound_us,
+    conclude,
+    judge,
+    measure,
+    reported_us,
+    wall_settings,
+)
+from evals.harness.wall_verify import BatchVerifier
+from evals.harness.worker_wall import KEEP_BYTES
+
+__all__ = ["check"]
+
+
+def check(
+    session: Session,
+    scenario: Scenario,
+    result: ScenarioResult,
+    *,
+    device: TimingStats | None = None,
+    issue: TimingStats | None = None,
+    key: str = "wall_clock",
+    seeds: Sequence[int] | None = None,
+    clock: Clock = time.perf_counter,
+) -> Failure | None:
+    """Hold the candidate's reported times to the parent's clock on one scenario.
+
+    Args:
+        session: The run (its client is the candidate's worker).
+        scenario: The scenario just timed.
+        result: Its result: ``checks[key]`` says what was found; ``timing`` gets ``wall_us``
+            (U, microseconds) and the figures behind it (the strict re-run's under
+            ``strict_wall``); ``seconds['wall_clock']`` the check's seconds.
+        device: The candidate's device-time stats; by default ``result.times['candidate']``
+            (and then ``issue`` is ``result.issue['candidate']``).
+        issue: Its host issue-time stats, if the target has them.
+        key: The check's name in ``result.checks`` (``wall_clock``, or
+            ``strict_wall_clock`` in the strict re-run).
+        seeds: The input seeds of the timing round whose figures are checked: the batches
+            run on the same input sets (the same work; a ragged KV cache's lengths come from
+            them), each call with its own fresh q. None: one set from the check's own seed.
+        clock: The parent's clock, seconds.
+
+    Returns:
+        ``stale_result`` when a verified batch call did not do its work, ``timing_mismatch``
+        when U exceeds what the reported figures explain, or None.
+    """
+    if device is None:
+        device, issue = result.times.get("candidate"), result.issue.get("candidate")
+    if device is None:
+        result.checks[key] = "skipped: the candidate was not timed"
+        return None
+    t0 = time.monotonic()
+    settings = wall_settings(session.target.device)
+    reported = reported_us(device, issue, serial=settings.serial)
+    timeout = session.target.limits.call_timeout_s
+    seed = derive_seed(session.seed, scenario.id, "wall", key)
+    sets = list(seeds or [seed])
+    verifier = BatchVerifier(session, scenario, sets, key=key, timeout_s=timeout)
+    out = session.target.expected_output(scenario)
+    out_bytes = max(1, _numel(out.shape) * out.dtype.itemsize)
+    plan = Plan(
+        ping_s=channel_cost.round_trip_s(),
+        verify=verifier,
+        max_calls=max(1, KEEP_BYTES // out_bytes),
+        timeout_s=timeout,
+    )
+    try:
+        session.client.request(
+            {"op": "wall", "scenario": scenario.to_json(), "seeds": sets}, timeout_s=timeout
+        )
+        try:
+            batches, rounds = measure(
+                session.client, reported, settings, seed=seed, plan=plan, clock=clock
+            )
+        except WallFailure as exc:
+            result.checks[key] = f"failed: {exc.failure.reason}"
+            return exc.failure
+        finally:
+            session.client.request({"op": "wall", "drop": True}, timeout_s=timeout)
+    finally:
+        spent = time.monotonic() - t0
+        result.seconds["wall_clock"] = result.seconds.get("wall_clock", 0.0) + spent
+        session.tally.reference_s += verifier.seconds
+    return _record(session, result, key, batches, rounds, reported, verifier, plan.max_calls)
+
+
+def _record(
+    session: Session,
+    result: ScenarioResult,
+    key: str,
+    batches: list[Batch],
+    rounds: int,
+    reported: float,
+    verifier: BatchVerifier,
+    max_calls: int | None,
+) -> Failure | None:
+    """Record the figures and the decision of a check whose batches all did their work."""
+    settings = wall_settings(session.target.device)
+    reading = conclude(batches, reported, settings, max_calls)
+    session.tally.candidate_s += sum(max(0.0, b.wall_s - b.ping_s) for b in batches)
+    bound = bound_us(reported, settings, reading.best_calls)
+    figures = {
+        **reading.to_json(),
+        "rounds": rounds,
+        "reported_us": reported,
+        "bound_us": bound,
+        "verified": verifier.verified,
+        "digest_us": max(b.digest_s for b in batches) / reading.best_calls * 1e6,
+    }
+    name = key.removesuffix("_clock")  # wall, strict_wall
+    result.timing[f"{name}_us"] = reading.per_call_us
+    result.timing[name] = figures
+    failure = judge(reading, reported, settings)
+    if failure is not None:
+        result.checks[key] = f"failed: {failure.reason}"
+        return failure
+    result.checks[key] = (
+        f"passed: the parent's clock saw {reading.per_call_us:.1f} us per call (best of "
+        f"{reading.batches} batches of back-to-back calls, {reading.calls} calls; "
+        f"{verifier.describe()}) <= {1 + settings.tolerance:g} x {reported:.1f} us reported "
+        f"+ {bound - reported * (1 + settings.tolerance):.1f} us"
+    )
+    return None
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for dim in shape:
+        n *= int(dim)
+    return n

@@ -1,0 +1,132 @@
+"""The parent's check that every call of a wall-clock batch did its work.
+
+A batch's answer commits to each call's output (:mod:`evals.harness.digest`); then the parent
+draws one call at random (from the run's secret seed: the worker cannot know which), fetches
+its output, and requires both that it is the output committed to and that it is right for
+that call's inputs, which the parent rebuilds itself (the timing round's input set and the
+call's fresh q, by the rule the worker follows: :func:`evals.harness.worker_wall.call_inputs`).
+A process that skipped a fraction f of a batch's calls passes one batch with probability
+1 - f, and a check runs several batches. The digests' cost is timed here, on the parent's
+own copy of the fetched output, and subtracted from the batch's time.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from evals.harness.digest import digests as compute_digests
+from evals.harness.digest import matches
+from evals.harness.failures import Code, Failure
+from evals.harness.scenarios import Scenario
+from evals.harness.session import Session, check_against, derive_seed, unpack
+from evals.harness.targets import Inputs
+from evals.harness.timing import call_seed
+from evals.harness.wall_clock import WallFailure
+from evals.harness.worker_wall import call_inputs, pool_size
+
+__all__ = ["BatchVerifier"]
+
+
+class BatchVerifier:
+    """Verifies one random call of each batch of one wall-clock check.
+
+    Args:
+        session: The run (its client is the candidate's worker).
+        scenario: The scenario the batches run.
+        seeds: The timing round's input seeds (the sets the batches run on).
+        key: The check's name (``wall_clock`` or ``strict_wall_clock``), for the draw.
+        timeout_s: Per request, seconds.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        scenario: Scenario,
+        seeds: Sequence[int],
+        *,
+        key: str,
+        timeout_s: float | None = None,
+    ) -> None:
+        self.session, self.scenario, self.seeds = session, scenario, list(seeds)
+        self.rng = random.Random(derive_seed(session.seed, scenario.id, "wall-verify", key))
+        self.timeout_s = timeout_s
+        self.sets: list[Inputs] | None = None
+        self.verified = 0
+        self.seconds = 0.0
+        self._digest_per_call_s = float("inf")
+
+    def __call__(
+        self, *, calls: int, fill_seed: int, digest_seed: int, digests: list[float]
+    ) -> float:
+        """Fetch and check one random call's output; the digests' cost for ``calls``, seconds.
+
+        Raises:
+            WallFailure: The output is not the one committed to, or it is wrong.
+        """
+        t0 = time.monotonic()
+        try:
+            index = self.rng.randrange(calls)
+            header, payload = self.session.client.request(
+                {"op": "wall", "outputs": [index]}, timeout_s=self.timeout_s
+            )
+            (out,) = unpack(self.session, header["tensors"], payload)
+            where = f"call {index + 1} of a wall-clock batch of {calls} back-to-back calls"
+            if not matches(out, float(digests[index]), digest_seed):
+                reason = f"{where} returned another output than the one its batch committed to"
+                raise WallFailure(Failure(Code.STALE_RESULT, reason))
+            failure = check_against(
+                self.session.target, self.scenario, out, self._inputs(index, calls, fill_seed)
+            )
+            if failure is not None:
+                reason = f"{where} was wrong: {failure.reason}"
+                raise WallFailure(Failure(Code.STALE_RESULT, reason))
+            self.verified += 1
+            return self._digest_cost(out, calls, digest_seed)
+        finally:
+            self.seconds += time.monotonic() - t0
+
+    def describe(self) -> str:
+        """What was verified, for the check's line."""
+        return f"{self.verified} batch outputs drawn at random after their batches verified"
+
+    def _inputs(self, index: int, calls: int, fill_seed: int) -> Inputs:
+        """Call ``index``'s inputs, rebuilt here as the worker built them."""
+        target = self.session.target
+        if self.sets is None:
+            self.sets = target.make_timing_inputs(self.scenario, self.seeds)
+        q = self.sets[0].get("q")
+        q_bytes = q.numel() * q.element_size() if isinstance(q, torch.Tensor) else 0
+        fresh = target.timing.fresh_queries and q_bytes > 0
+        pool = pool_size(calls, q_bytes, fresh_queries=fresh)
+        which, fresh_index = call_inputs(index, n_sets=len(self.sets), pool=pool)
+        base = self.sets[which]
+        if fresh_index is None:
+            return base
+        inputs: dict[str, Any] = {**base, "q": torch.empty_like(base["q"])}
+        target.refill_query(self.scenario, inputs, call_seed(fill_seed, fresh_index, "wall"))
+        return inputs
+
+    def _digest_cost(self, out: torch.Tensor, calls: int, digest_seed: int) -> float:
+        """The digests of ``calls`` outputs like ``out``, as this process computes them, seconds.
+
+        Timed three times on each of the first batches (the smallest per call is kept): the
+        least it can cost, so no more than the honest cost is ever subtracted.
+        """
+        if self.verified <= 2:
+            sync = out.device.type == "cuda"
+            batch = [out] * calls
+            for _ in range(3):  # the first may pay for lazy set-up; the fastest counts
+                if sync:
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                compute_digests(batch, digest_seed)
+                if sync:
+                    torch.cuda.synchronize()
+                per_call = (time.perf_counter() - t0) / calls
+                self._digest_per_call_s = min(self._digest_per_call_s, per_call)
+        return self._digest_per_call_s * calls
