@@ -407,7 +407,7 @@ sys.path.insert(0, {root!r})
 from evals.harness import timing, worker
 
 args = sys.argv[1:]
-assert args[:3] == ["-P", "-m", "evals.harness.worker"], args
+assert args[:3] == ["-P", "-m", "evals.worker_entry"], args
 argv = ["worker", *args[3:]]
 if argv[3] != "-":  # the candidate's worker, not the upstreams'
     honest = timing.PerfCounterTimer.time_call
@@ -496,7 +496,7 @@ import torch
 from evals.harness import timing, worker, worker_wall
 
 args = sys.argv[1:]
-assert args[:3] == ["-P", "-m", "evals.harness.worker"], args
+assert args[:3] == ["-P", "-m", "evals.worker_entry"], args
 argv = ["worker", *args[3:]]
 HACK = {hack!r}
 if argv[3] != "-":  # the candidate's worker, not the upstreams'

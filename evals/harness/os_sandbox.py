@@ -156,7 +156,10 @@ class Policy:
 
     def describe(self) -> str:
         """The policy in words, for the verdict."""
-        writes = "files writable (the trace check exports the profiler's trace to a temporary file)"
+        writes = (
+            "file writes allowed by this filter (the trace check exports the profiler's "
+            "trace; Landlock confines them to the worker's private folder: see writes)"
+        )
         starts = "threads allowed (CUDA and the profiler start helper threads)"
         files = writes if self.file_writes else "files read-only"
         threads = starts if self.threads else "no new threads"

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from evals.harness import baseline_prebuild, provenance, trace
+from evals.harness import baseline_prebuild, footprint, provenance, trace
 from evals.harness.build import BuildResult, build
+from evals.harness.cache_dir import default_cache_dir
 from evals.harness.device_lock import device_lock
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
@@ -323,6 +324,8 @@ def _judge_all(
     assert verdict.seed is not None
     t0 = time.monotonic()
     clients = _workers(target, library, settings)
+    cache_root = settings.cache_dir or default_cache_dir()
+    watch = footprint.Watch(cache_root) if clients[0].runs_candidate else None
     try:
         for c in clients:
             c.start()
@@ -351,6 +354,8 @@ def _judge_all(
         tally.worker_s = sum(c.worker_s for c in clients)
         for c in clients:
             c.close()
+        if watch is not None:
+            watch.report(verdict, clients[0].left_behind)
 
 
 def _protections(verdict: Verdict, client: WorkerClient) -> None:

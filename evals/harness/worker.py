@@ -430,11 +430,12 @@ def _memory_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], *, writes: str = "not applied") -> int:
     """Entry point: ``FD TARGET LIBRARY THREADS CANDIDATE_UPSTREAM`` (``-`` for none).
 
     A worker that loads a candidate enters the OS sandbox first; its ready message carries
-    what protects the process (``protections``).
+    what protects the process (``protections``), ``writes`` included: the file-write
+    confinement :mod:`evals.worker_entry` applied before this module was imported.
     """
     sock = socket.socket(fileno=int(argv[1]))
     target = get_target(argv[2])
@@ -456,10 +457,11 @@ def main(argv: list[str]) -> int:
         channel.send(sock, {"ok": False, "failure": failure.to_json()})
         return 0
     protections["memory_limit_bytes"] = _memory_limit()
+    protections["writes"] = writes
     channel.send(sock, {"ok": True, "ready": True, "protections": protections})
     serve(sock, worker)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv))  # unconfined: evals.worker_entry is the candidate's entry point

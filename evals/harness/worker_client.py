@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +22,7 @@ from evals.harness.hygiene import clean_environment, with_package_root
 from evals.harness.os_sandbox import SANDBOX_ENV
 from evals.harness.targets import Target
 from evals.harness.worker_log import CappedLog
+from evals.worker_entry import WORKER_DIR_ENV
 
 STARTUP_TIMEOUT_S = 180.0
 
@@ -76,6 +79,15 @@ class WorkerClient:
         self.protections: dict[str, Any] | None = None
         """What protected the worker's process, from its ready message (:mod:`os_sandbox`),
         and how its environment was made."""
+        self.private_dir: Path | None = None
+        """The folder the candidate's worker alone may write to (made afresh at each start)."""
+        self.left_behind: list[str] = []
+        """Files a candidate's worker left in its private folder, over all its starts."""
+
+    @property
+    def runs_candidate(self) -> bool:
+        """Whether this worker loads a candidate's library (not an upstream self-check)."""
+        return self.library is not None and self.candidate_upstream is None
 
     @property
     def threads(self) -> int:
@@ -91,6 +103,10 @@ class WorkerClient:
         """
         base = clean_environment(outer) if self.clean_env else with_package_root(outer)
         env = dict(base, OMP_NUM_THREADS=str(self.threads), PYTHONUNBUFFERED="1")
+        if self.private_dir is not None:  # where temporary files and caches may go
+            folder = str(self.private_dir)
+            env.update({WORKER_DIR_ENV: folder, "TMPDIR": folder, "XDG_CACHE_HOME": folder})
+            env.update({"CUDA_CACHE_PATH": folder, "TORCHINDUCTOR_CACHE_DIR": folder})
         if SANDBOX_ENV in outer:  # the debugging switch reaches the worker, cleaned or not
             env[SANDBOX_ENV] = outer[SANDBOX_ENV]
         if self.target.device == "cpu":
@@ -107,6 +123,8 @@ class WorkerClient:
         """
         parent, child = socket.socketpair()
         limit = self.target.limits.memory_limit_bytes
+        if self.runs_candidate:
+            self.private_dir = Path(tempfile.mkdtemp(prefix="kernelseek-worker-"))
         env = self.environment(os.environ)
 
         def limit_memory() -> None:
@@ -117,7 +135,7 @@ class WorkerClient:
             sys.executable,
             "-P",
             "-m",
-            "evals.harness.worker",
+            "evals.worker_entry",
             str(child.fileno()),
             self.target.name,
             str(self.library or "-"),
@@ -145,6 +163,28 @@ class WorkerClient:
         raw = header.get("protections")
         how = "cleaned" if self.clean_env else "inherited from the caller"
         self.protections = {**(raw if isinstance(raw, dict) else {}), "environment": how}
+        if self.runs_candidate:
+            self._confirm_sandbox()
+
+    def _confirm_sandbox(self) -> None:
+        """Hold the worker's claim of a seccomp filter to the kernel's own word (``/proc``).
+
+        The claim comes from a process the candidate's code has run in; the kernel's status
+        line for it does not.
+        """
+        assert self.proc is not None and self.protections is not None
+        try:
+            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        except OSError:
+            self.protections["seccomp_seen_by_parent"] = "unknown: no /proc"
+            return
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        mode, nnp = fields.get("Seccomp", "?").strip(), fields.get("NoNewPrivs", "?").strip()
+        self.protections["seccomp_seen_by_parent"] = f"Seccomp {mode}, NoNewPrivs {nnp}"
+        if str(self.protections.get("seccomp", "")).startswith("active") and mode != "2":
+            self.close()
+            reason = f"the worker claims an active seccomp filter; the kernel says Seccomp {mode}"
+            raise WorkerFailure(Failure(Code.SANDBOX_VIOLATION, reason))
 
     def request(
         self, header: dict[str, Any], timeout_s: float | None = None
@@ -240,6 +280,17 @@ class WorkerClient:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self._keep_output()
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Note the files the exited worker left in its private folder, then remove it."""
+        folder, self.private_dir = self.private_dir, None
+        if folder is None or (self.proc is not None and self.proc.poll() is None):
+            return
+        for path in sorted(p for p in folder.rglob("*") if not p.is_dir()):
+            size = path.lstat().st_size
+            self.left_behind.append(f"{path.relative_to(folder)} ({size} bytes)")
+        shutil.rmtree(folder, ignore_errors=True)
 
     def _keep_output(self) -> None:
         """Append the exited worker's capped output to ``log_path`` (when asked to keep it)."""
