@@ -9,11 +9,12 @@
 // (bf16) or converts (fp8 -> bf16, exact) the tiles into start.cu's padded K/V layout, and the
 // next tile's TMA is issued at once, so it overlaps this tile's mma. Keys past seqlen_k are
 // out of bounds of the map's seqlen dimension: TMA fills them with zeros, and the mask drops
-// them. Fallbacks, with start.cu's own loads: varlen (a sequence's keys end inside the packed
-// tensor, not at a map boundary), kv-cache (rows past cache_seqlens[b] are not zero-filled by a
-// map of the whole cache), and any tensor a map cannot describe (a global address not 16-byte
-// aligned, or the encoder refusing it). Everything else is start.cu (FlashAttention-2 style,
-// mma.sync m16n8k16, online softmax in fp32; bf16 and fp8).
+// them. Every dense call uses TMA (a map the encoder refuses is an error, not a silent
+// fallback: k and v are contiguous and 16-byte aligned, as TMA needs). Varlen and kv-cache keep
+// start.cu's own loads: a varlen sequence's keys end inside the packed tensor, not at a map
+// boundary, and a map of the whole cache would not zero the rows past cache_seqlens[b].
+// Everything else is start.cu (FlashAttention-2 style, mma.sync m16n8k16, online softmax in
+// fp32; bf16 and fp8).
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -485,20 +486,17 @@ void launch_for_dim(const Params& p, const CUtensorMap& tk, const CUtensorMap& t
 // Keys per tile for head_dim d (the box's row count): TileConfig<D>::kBlockN.
 int block_n(int64_t d) { return d > 128 ? 32 : 64; }
 
-// Encodes a tensor map over a contiguous (batch, seqlen, heads_kv, d) k or v whose box is one
-// tile (block_n(d) rows x d of one head of one batch). False, leaving the loads to the threads,
-// where TMA cannot describe the tensor: a global address not 16-byte aligned, or the encoder
-// refusing it.
-bool encode_kv_map(CUtensorMap* map, const at::Tensor& t) {
+// Encodes a tensor map over a contiguous, 16-byte aligned (batch, seqlen, heads_kv, d) k or v
+// (check_input) whose box is one tile: block_n(d) rows x d of one head of one batch. The
+// dimensions, innermost first, are the tensor's own order, so every stride is the packed one
+// (d, heads_kv x d, seqlen x heads_kv x d elements; multiples of 16 bytes as d is).
+void encode_kv_map(CUtensorMap* map, const at::Tensor& t, const char* name) {
   const bool is_fp8 = t.scalar_type() == at::kFloat8_e4m3fn;
   const cuuint64_t es = t.element_size();
   const cuuint64_t d = t.size(3), s = t.size(1), h = t.size(2), b = t.size(0);
-  if (reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0 || d > 256 || s == 0) return false;
   const cuuint64_t dims[4] = {d, h, s, b};
   const cuuint64_t strides[3] = {(cuuint64_t)t.stride(2) * es, (cuuint64_t)t.stride(1) * es,
                                  (cuuint64_t)t.stride(0) * es};  // bytes, of dims 1..3
-  for (cuuint64_t st : strides)
-    if (st % 16 != 0 || st >= (cuuint64_t(1) << 40)) return false;
   const cuuint32_t box[4] = {(cuuint32_t)d, 1, (cuuint32_t)block_n((int64_t)d), 1};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   const CUresult r = cuTensorMapEncodeTiled(
@@ -506,7 +504,10 @@ bool encode_kv_map(CUtensorMap* map, const at::Tensor& t) {
       t.data_ptr(), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
       CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // out-of-bounds elements read as zeros
-  return r == CUDA_SUCCESS;
+  const char* why = nullptr;
+  if (r != CUDA_SUCCESS && cuGetErrorString(r, &why) != CUDA_SUCCESS) why = nullptr;
+  TORCH_CHECK(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled(", name, "): ", why ? why : "error ",
+              static_cast<int>(r));
 }
 
 void check_input(const at::Tensor& t, const char* name, at::ScalarType dtype, int64_t dim,
@@ -615,8 +616,12 @@ at::Tensor flash_forward(const at::Tensor& q, const at::Tensor& k, const at::Ten
   set_strides(p, q, k, v, out);
   p.heads_kv = (int)heads_kv, p.group = (int)(heads_q / heads_kv);
   p.causal = causal;
-  CUtensorMap tma_k{}, tma_v{};  // zeros when unused
-  p.use_tma = !varlen && encode_kv_map(&tma_k, k) && encode_kv_map(&tma_v, v);
+  CUtensorMap tma_k{}, tma_v{};  // zeros when unused (varlen)
+  p.use_tma = !varlen && k.size(1) > 0 && batch > 0 && heads_kv > 0;  // a map's dims are > 0
+  if (p.use_tma) {
+    encode_kv_map(&tma_k, k, "k");
+    encode_kv_map(&tma_v, v, "v");
+  }
   run_attention(p, tma_k, tma_v, q, d, m_blocks, heads_q, batch);
   return out;
 }
