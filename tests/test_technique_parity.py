@@ -110,15 +110,18 @@ def test_driver_library_is_found_installed_first_then_the_toolkit_stub(tmp_path,
     assert installed_driver() is None and toolkit_stub() is None
     stub = tmp_path / "cuda" / "lib64" / "stubs" / "libcuda.so"
     stub.parent.mkdir(parents=True)
-    stub.write_bytes(b"")
+    stub.write_bytes(b"\x7fELF\x02")
     assert toolkit_stub() == stub
     driver_link_flags.cache_clear()
     try:
         assert driver_link_flags() == (f"-L{stub.parent}", "-lcuda")
         lib = tmp_path / "driver"
         lib.mkdir()
-        (lib / "libcuda.so.1").write_bytes(b"")
+        (lib / "libcuda.so.1").write_bytes(b"\x7fELF\x01")  # 32-bit: skipped
         monkeypatch.setenv("LD_LIBRARY_PATH", str(lib))
+        driver_link_flags.cache_clear()
+        assert driver_link_flags() == (f"-L{stub.parent}", "-lcuda")
+        (lib / "libcuda.so.1").write_bytes(b"\x7fELF\x02")
         driver_link_flags.cache_clear()
         assert driver_link_flags() == (str(lib / "libcuda.so.1"),)
     finally:

@@ -58,7 +58,7 @@ def installed_driver() -> Path | None:
         dirs.append(str(cached.parent))
     for d in [*dirs, *_DRIVER_DIRS]:
         path = Path(d) / _DRIVER
-        if path.is_file():
+        if _is_elf64(path):
             return path
     return None
 
@@ -69,9 +69,22 @@ def toolkit_stub() -> Path | None:
     for home in filter(None, homes):
         for sub in _STUB_DIRS:
             path = Path(home) / sub / "libcuda.so"
-            if path.is_file():
+            if _is_elf64(path):
                 return path
     return None
+
+
+def _is_elf64(path: Path) -> bool:
+    """Whether ``path`` is a 64-bit ELF file.
+
+    A 32-bit driver of a multilib install, or a broken link, would fail every build's link step.
+    """
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(5)
+    except OSError:
+        return False
+    return head == b"\x7fELF\x02"
 
 
 def _loader_cache_entry() -> Path | None:
