@@ -2,8 +2,8 @@
 // chosen by timing. On the first call for a shape (dtype, batch, lengths, heads, head_dim,
 // causal) the kernel runs both variants, 32-key and 128-key blocks, timing each with
 // std::chrono::steady_clock, and keeps the faster for every later call of that shape. Both
-// variants compute the whole output (the second one's is returned), so the timing call is as
-// correct as any other. Queries are processed in blocks of 32 rows, keys converted to float
+// variants compute the whole output; the first call returns the chosen one's (run again if
+// needed), so every call of a shape returns the same bits. Queries are processed in blocks of 32 rows, keys converted to float
 // once per block, OpenMP over (batch, head, query block); scores are max-subtracted per row
 // (online), rows that see no key (causal with seqlen_q > seqlen_k) are zero.
 #include <ATen/core/Tensor.h>
@@ -137,11 +137,14 @@ void attention(const T* q, const T* k, const T* v, T* out, Shape s, bool causal,
       return;
     }
   }
-  // first use of this shape: time both, keep the faster (the output is written either way)
+  // first use of this shape: time both, keep the faster; the output is the chosen variant's
+  // (the two round differently: every call of a shape then returns the same bits)
   const double t32 = timed_run(q, k, v, out, s, causal, scale, 32);
   const double t128 = timed_run(q, k, v, out, s, causal, scale, 128);
+  const int64_t bk = t32 <= t128 ? 32 : 128;
+  if (bk != 128) run(q, k, v, out, s, causal, scale, bk);
   std::lock_guard<std::mutex> lock(choice_mutex);
-  choice[key] = t32 <= t128 ? 32 : 128;
+  choice[key] = bk;
 }
 
 at::Tensor attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
