@@ -128,6 +128,20 @@ def test_driver_library_is_found_installed_first_then_the_toolkit_stub(tmp_path,
         driver_link_flags.cache_clear()
 
 
+def test_the_loader_cache_gives_the_64_bit_driver(tmp_path, monkeypatch):
+    from evals.harness.cuda_driver import _loader_cache_entry
+
+    fake = tmp_path / "ldconfig"
+    fake.write_text(
+        "#!/bin/sh\necho '2 libs found in cache'\n"
+        "printf '\\tlibcuda.so.1 (libc6) => /usr/lib/i386-linux-gnu/libcuda.so.1\\n'\n"
+        "printf '\\tlibcuda.so.1 (libc6,x86-64) => /drv/libcuda.so.1\\n'\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert _loader_cache_entry() == Path("/drv/libcuda.so.1")
+
+
 def test_fa3_build_links_the_driver_where_one_is_found():
     flags = get_target("fa3_hopper").build.extra_ldflags
     assert flags == driver_link_flags()
