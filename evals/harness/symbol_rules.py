@@ -5,8 +5,9 @@ composite namespaces, ``at::launch``, ``c10::ThreadPool``, ``omp_set_num_threads
 an allow-list names what an attention kernel legitimately needs and nothing else: tensor
 accessors, torch's error machinery, allocation and view operators (``at::_ops``, judged by
 operator name), libm, memory and string functions, the C++ runtime, OpenMP's construct
-helpers and thread-number getters, and on the GPU the CUDA launch API. Rules match the
-qualified name of the symbol (its return type and arguments stripped), from its start.
+helpers and thread-number getters, the monotonic clocks a kernel times its own variants with,
+and on the GPU the CUDA launch and event API and the driver's TMA tensor-map encoders. Rules
+match the qualified name of the symbol (its return type and arguments stripped), from its start.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ COMMON_ALLOWED_SYMBOLS: tuple[str, ...] = (
     r"|bad_function_call|bad_optional_access|bad_variant_access|bad_cast|bad_typeid"
     r"|__exception_ptr|current_exception|rethrow_exception|uncaught_exceptions?|ctype)\b",
     r"(typeinfo name|typeinfo|vtable|VTT) for (std::|c10::|at::|caffe2::|torch::|__cxxabiv1::)",
+    # <chrono>'s clocks, to time a kernel's own variants (autotuning on first use): reading a
+    # clock is all they do (high_resolution_clock is libstdc++'s system_clock)
+    r"std::chrono::(_V2::)?(steady_clock|system_clock)::now$",
     # printing (diagnostics to the worker's log)
     r"(printf|puts|putchar|fputs|fputc|fprintf|fflush|fwrite|stdout|stderr|snprintf|sprintf"
     r"|vsnprintf|__printf_chk|__fprintf_chk|__snprintf_chk|__sprintf_chk)$",
@@ -86,6 +90,10 @@ CUDA_ALLOWED_SYMBOLS: tuple[str, ...] = (
     r"|Memset2DAsync|MemcpyToSymbolAsync|MemcpyFromSymbolAsync|GetSymbolAddress|GetFuncBySymbol"
     r"|DriverGetVersion|RuntimeGetVersion|StreamGetCaptureInfo\w*|StreamIsCapturing"
     r"|PointerGetAttributes)$",
+    # events on the current stream (a kernel timing its own launch configurations); a host
+    # wait on one is as visible to the host-issue check as any other synchronisation
+    r"cudaEvent(Create|CreateWithFlags|Record|RecordWithFlags|Record_ptsz|RecordWithFlags_ptsz"
+    r"|Synchronize|ElapsedTime|ElapsedTime_v2|Query|Destroy)$",
     r"__cuda(RegisterFunction|RegisterFatBinary|RegisterFatBinaryEnd|UnregisterFatBinary"
     r"|PushCallConfiguration|PopCallConfiguration|RegisterVar|RegisterManagedVar|RegisterTexture"
     r"|RegisterSurface|InitModule|RegisterLinkedBinary\w*)$",
@@ -101,8 +109,17 @@ CUDA_ALLOWED_SYMBOLS: tuple[str, ...] = (
     r"|InlineDeviceGuard|DeviceGuardImplInterface)\b",
     r"c10::(DeviceGuard|Stream|StreamGuard|DeviceTypeName)\b",
 )
-"""What a CUDA candidate may add: the launch API, not driver entry points (no
+"""What a CUDA candidate may add: the launch and event API, not driver entry points (no
 ``cudaGetDriverEntryPoint``: it hands out any driver function by name) nor stream pools."""
+
+CUDA_DRIVER_ALLOWED_SYMBOLS: tuple[str, ...] = (
+    r"cu(TensorMapEncodeTiled|TensorMapEncodeIm2col|TensorMapEncodeIm2colWide"
+    r"|TensorMapReplaceAddress|GetErrorString|GetErrorName)$",
+)
+"""The driver functions a CUDA candidate may call (it is linked against the driver library,
+``-lcuda``): the TMA tensor-map encoders, which only fill a 128-byte descriptor in host memory,
+and the driver's error strings. Every other driver function (launches, streams, contexts,
+modules, memory, ``cuGetProcAddress``) stays outside the allow-list."""
 
 
 def qualified_name(symbol: str) -> str:

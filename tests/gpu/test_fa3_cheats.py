@@ -96,6 +96,14 @@ def test_late_side_stream_is_caught_by_the_traced_timed_like_calls_without_timin
     assert "not the caller's stream" in failures[0].reason
 
 
+def test_a_driver_function_beyond_the_tma_encoders_is_rejected():
+    kernel = ROOT / "tests" / "data" / "fa3_hopper" / "driver_launch.cu"
+    verdict = evaluate(RunSettings("check", "fa3_hopper", kernel, suite="smoke",
+                                   scenario_ids=(PREFILL,)))
+    assert verdict.failure is not None and verdict.failure.code == Code.FORBIDDEN_SYMBOL
+    assert "cuLaunchKernel" in verdict.failure.reason, verdict.failure
+
+
 def test_dev_shape_specialised_cheat_passes_the_dev_shapes():
     verdict = evaluate(RunSettings("check", "fa3_hopper", CHEATS / "dev_shape_specialised.cu",
                                    suite="smoke", scenario_ids=(PREFILL,)))
@@ -104,7 +112,9 @@ def test_dev_shape_specialised_cheat_passes_the_dev_shapes():
 
 @pytest.mark.parametrize("kernel", [ROOT / "kernels" / "fa3_hopper" / "start.cu",
                                     CHEATS / "honest_split_kv.cu",
-                                    ROOT / "tests" / "data" / "fa3_hopper" / "faster.cu"],
+                                    ROOT / "tests" / "data" / "fa3_hopper" / "faster.cu",
+                                    ROOT / "tests" / "data" / "fa3_hopper" / "honest_tma.cu",
+                                    ROOT / "tests" / "data" / "fa3_hopper" / "honest_autotune.cu"],
                          ids=lambda p: p.name)
 def test_honest_kernels_pass_every_check(kernel):
     verdict = evaluate(RunSettings("bench", "fa3_hopper", kernel, suite="smoke"))

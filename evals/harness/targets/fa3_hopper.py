@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from evals.harness.cuda_driver import driver_link_flags
 from evals.harness.gpu import (
     Ceilings,
     CudaEventTimer,
@@ -23,7 +24,11 @@ from evals.harness.guards import MutationCheck
 from evals.harness.scenarios import Scenario
 from evals.harness.static_checks import STD_HEADERS, TORCH_HEADERS, SourcePolicy
 from evals.harness.symbol_baseline import trivial_source
-from evals.harness.symbol_rules import COMMON_ALLOWED_SYMBOLS, CUDA_ALLOWED_SYMBOLS
+from evals.harness.symbol_rules import (
+    COMMON_ALLOWED_SYMBOLS,
+    CUDA_ALLOWED_SYMBOLS,
+    CUDA_DRIVER_ALLOWED_SYMBOLS,
+)
 from evals.harness.targets import fa3_problem as problem
 from evals.harness.targets.base import (
     AccuracyRule,
@@ -59,13 +64,14 @@ NVCC_FLAGS = (
 
 
 CUDA_HEADERS = (
-    r"(cuda_(runtime|runtime_api|bf16|fp16|fp8|pipeline|pipeline_primitives|awbarrier"
+    r"(cuda|cuda_(runtime|runtime_api|bf16|fp16|fp8|pipeline|pipeline_primitives|awbarrier"
     r"|awbarrier_primitives|awbarrier_helpers)|mma|math_constants|device_launch_parameters"
     r"|device_functions|vector_types|vector_functions|driver_types|builtin_types|host_defines"
     r"|sm_\d+_intrinsics)\.h(pp)?"
 )
-"""The CUDA toolkit's own language headers; not the driver API (``cuda.h``) nor libraries
-(cuBLAS, cuDNN, cuRAND, CUPTI, NVML, ...)."""
+"""The CUDA toolkit's own language headers and the driver API's declarations (``cuda.h``: the
+symbol check allows only its tensor-map encoders and error strings); not libraries (cuBLAS,
+cuDNN, cuRAND, CUPTI, NVML, ...)."""
 
 
 class Fa3Hopper(Target):
@@ -85,7 +91,11 @@ class Fa3Hopper(Target):
                 document="kernels/fa3_hopper/CONTRACT.md",
             ),
             build=BuildSpec(
-                extra_cflags=("-O3",), extra_cuda_cflags=NVCC_FLAGS, with_cuda=True, timeout_s=600.0
+                extra_cflags=("-O3",),
+                extra_cuda_cflags=NVCC_FLAGS,
+                extra_ldflags=driver_link_flags(),  # for the TMA encoders (symbol_rules)
+                with_cuda=True,
+                timeout_s=600.0,
             ),
             accuracy=AccuracyRule(baseline="fa3", floors={"bfloat16": 2e-3, "float8_e4m3fn": 2e-3}),
             timing=TimingSettings(
@@ -104,7 +114,9 @@ class Fa3Hopper(Target):
                     r"c10/cuda/CUDA(Guard|Stream|Exception)\.h",
                 ),
                 trivial_kernel=trivial_source("fa3_hopper", ".cu"),
-                allowed_symbols=COMMON_ALLOWED_SYMBOLS + CUDA_ALLOWED_SYMBOLS,
+                allowed_symbols=(
+                    COMMON_ALLOWED_SYMBOLS + CUDA_ALLOWED_SYMBOLS + CUDA_DRIVER_ALLOWED_SYMBOLS
+                ),
             ),
         )
 
