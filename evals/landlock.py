@@ -5,8 +5,9 @@ tell one path from another. Landlock (Linux 5.13 and later, no privilege needed)
 process restricts itself, it and every thread it starts later may create, write, truncate,
 rename or remove files only beneath the folders (and write only to the device files) a rule
 names. The worker applies it at its start, before torch starts a thread, with one rule for
-its private fresh folder (the profiler's trace export, temporary files) and rules for the
-device files the CUDA driver writes to; the build cache, the installed packages (a ``.pth``
+its private fresh folder (the profiler's trace export, temporary files), one for its own
+``/proc`` entries (the CUDA driver writes there as it initialises) and rules for the device
+files the CUDA driver writes to; the build cache, the installed packages (a ``.pth``
 file would run in every later Python process), the harness and everything else stay as they
 were. Reading is not restricted. Where the kernel lacks Landlock the record says so and the
 parent's footprint check (:mod:`evals.harness.footprint`) is what remains.
