@@ -571,6 +571,31 @@ def hostile_process() -> dict[str, str]:
                 includes,
             ),
             cheat(
+                "timer_forge",
+                "on its first call finds mprotect and dl_iterate_phdr by address, libcudart's "
+                "cudaEventElapsedTime through its symbol table, and points every GOT slot of "
+                "cudaEventElapsedTime in torch's and c10's libraries at its own, which reports "
+                "a third of each interval (the GPU timer's device time); calls entered back to "
+                "back (the parent's wall-clock batches) skip the work as wall_batch_skip does.",
+                "a random output of every wall-clock batch verified by the parent "
+                "(STALE_RESULT, 'wall-clock'); should it stop skipping, its forged times no "
+                "longer explain the parent's clock (TIMING_MISMATCH).",
+                entry_points(
+                    "  static const bool forged = install_forged_timer();\n"
+                    "  (void)forged;\n"
+                    "  const int64_t entry = host_ns();\n"
+                    "  const bool skip = last_return_ns != 0 && entry - last_return_ns < "
+                    "kBackToBackNs &&\n"
+                    "                    q.data_ptr() != last_q && last_out.defined() && "
+                    "last_out.sizes() == q.sizes();\n"
+                    f"  at::Tensor out = skip ? last_out.clone() : naive_dense({DARGS});\n"
+                    "  last_out = out;\n  last_q = q.data_ptr();\n"
+                    "  last_return_ns = host_ns();\n  return out;",
+                    pre=LIBC_BY_ADDRESS + SKIP + (DATA / "timer_forge.cu.txt").read_text(),
+                ),
+                includes,
+            ),
+            cheat(
                 "write_escape",
                 "on its first call finds libc's open, read, write and close by address and "
                 "writes where its effect outlives the run: kernelseek_escape_probe.pth (a "

@@ -61,7 +61,10 @@ CASES = [
 # issue 21, the candidate's process as hostile: rejected once the parent verifies a random
 # output of every wall-clock batch (until then it passes); write_escape.cu is judged in
 # tests/gpu/test_hostile_process_gpu.py, which removes the files it writes
-CASES += [("wall_batch_skip.cu", "bench", PREFILL, Code.STALE_RESULT, "wall-clock")]
+CASES += [
+    ("wall_batch_skip.cu", "bench", PREFILL, Code.STALE_RESULT, "wall-clock"),
+    ("timer_forge.cu", "bench", PREFILL, Code.STALE_RESULT, "wall-clock"),
+]
 JUDGED_ELSEWHERE = {"write_escape.cu"}
 
 
