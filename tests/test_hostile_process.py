@@ -50,18 +50,17 @@ def test_timer_forge_passes_every_static_check_and_patches_the_worker_clock(tmp_
 
 @pytest.mark.xfail(strict=True, reason=NEEDS_CHANGE)
 def test_timer_forge_is_rejected_when_the_parent_verifies_wall_batches(monkeypatch):
-    # today: accepted, every scenario about 3x faster than the same kernel (fast.cpp); once
-    # every back-to-back call does work the parent verifies, the skipped calls are caught (or,
-    # should it stop skipping, its forged times no longer explain the parent's clock)
+    # today: accepted, 2.2x the same kernel's (fast.cpp's) geomean on smoke; once every
+    # back-to-back call does work the parent verifies, the skipped calls are caught. (Today
+    # its largest scenario comes within 3% of the wall-clock bound: a TIMING_MISMATCH there
+    # is a near miss of the old check, not the new one, so it does not count.)
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     verdict = evaluate(
         RunSettings("bench", "cpu_attention", CHEATS / "timer_forge.cpp", suite="smoke")
     )
     failures = _failures(verdict)
     assert verdict.status == "failed" and failures
-    assert failures[0].code in (Code.STALE_RESULT, Code.TIMING_MISMATCH), failures[0]
-    if failures[0].code == Code.STALE_RESULT:
-        assert "wall-clock" in failures[0].reason
+    assert failures[0].code == Code.STALE_RESULT and "wall-clock" in failures[0].reason
 
 
 @pytest.mark.xfail(strict=True, reason=NEEDS_CHANGE)
