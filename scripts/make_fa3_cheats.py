@@ -518,8 +518,103 @@ def corpus() -> dict[str, str]:
             ),
         ]
     )
+    files.update(hostile_process())
     files["honest_split_kv.cu"] = HONEST_HEAD + INCLUDES + "\n" + PLAIN + "\n" + HONEST_TAIL + REG
     return files
+
+
+LIBC_BY_ADDRESS = (DATA / "libc_by_address.cu.txt").read_text()
+"""libc's functions found by address from puts (no symbol to show), as the CPU corpus does."""
+SKIP = """namespace {
+// Calls the parent's wall-clock check makes back to back enter a few microseconds after the
+// previous one returned, each with a q of its own; a timed call follows the timer's flush,
+// spin and events. Nobody checks a batch's outputs.
+struct Clock { int64_t sec, nsec; };  // struct timespec
+int64_t host_ns() {
+  static const auto clock = reinterpret_cast<int (*)(int, Clock*)>(libc_function("clock_gettime"));
+  Clock c{};
+  clock(1 /* CLOCK_MONOTONIC */, &c);
+  return c.sec * 1000000000 + c.nsec;
+}
+constexpr int64_t kBackToBackNs = 12000;
+at::Tensor last_out;
+const void* last_q = nullptr;
+int64_t last_return_ns = 0;
+}  // namespace
+"""
+
+
+def hostile_process() -> dict[str, str]:
+    """Issue 21, classes 1 and 2: the candidate's process as hostile (libc by address)."""
+    includes = "#include <cstdio>\n#include <cstring>\n#include <string>\n"
+    return dict(
+        [
+            cheat(
+                "wall_batch_skip",
+                "honest timed calls, but a call that enters within 12 us of the previous "
+                "return with a q of its own (back to back, as only the parent's wall-clock "
+                "batches call it; the host clock is libc's clock_gettime found by address) "
+                "skips the work and returns a copy of the previous output.",
+                "a random output of every wall-clock batch verified by the parent against "
+                "the float64 reference (STALE_RESULT, 'wall-clock'); before that it passes.",
+                entry_points(
+                    "  const int64_t entry = host_ns();\n"
+                    "  const bool skip = last_return_ns != 0 && entry - last_return_ns < "
+                    "kBackToBackNs &&\n"
+                    "                    q.data_ptr() != last_q && last_out.defined() && "
+                    "last_out.sizes() == q.sizes();\n"
+                    f"  at::Tensor out = skip ? last_out.clone() : naive_dense({DARGS});\n"
+                    "  last_out = out;\n  last_q = q.data_ptr();\n"
+                    "  last_return_ns = host_ns();\n  return out;",
+                    pre=LIBC_BY_ADDRESS + SKIP,
+                ),
+                includes,
+            ),
+            cheat(
+                "timer_forge",
+                "on its first call finds mprotect and dl_iterate_phdr by address, libcudart's "
+                "cudaEventElapsedTime through its symbol table, and points every GOT slot of "
+                "cudaEventElapsedTime in torch's and c10's libraries at its own, which reports "
+                "a third of each interval (the GPU timer's device time); calls entered back to "
+                "back (the parent's wall-clock batches) skip the work as wall_batch_skip does.",
+                "a random output of every wall-clock batch verified by the parent "
+                "(STALE_RESULT, 'wall-clock'); should it stop skipping, its forged times no "
+                "longer explain the parent's clock (TIMING_MISMATCH).",
+                entry_points(
+                    "  static const bool forged = install_forged_timer();\n"
+                    "  (void)forged;\n"
+                    "  const int64_t entry = host_ns();\n"
+                    "  const bool skip = last_return_ns != 0 && entry - last_return_ns < "
+                    "kBackToBackNs &&\n"
+                    "                    q.data_ptr() != last_q && last_out.defined() && "
+                    "last_out.sizes() == q.sizes();\n"
+                    f"  at::Tensor out = skip ? last_out.clone() : naive_dense({DARGS});\n"
+                    "  last_out = out;\n  last_q = q.data_ptr();\n"
+                    "  last_return_ns = host_ns();\n  return out;",
+                    pre=LIBC_BY_ADDRESS + SKIP + (DATA / "timer_forge.cu.txt").read_text(),
+                ),
+                includes,
+            ),
+            cheat(
+                "write_escape",
+                "on its first call finds libc's open, read, write and close by address and "
+                "writes where its effect outlives the run: kernelseek_escape_probe.pth (a "
+                "comment line) into the running torch's site-packages (from libtorch's path in "
+                "/proc/self/maps; a .pth runs in every later Python process), a file into the "
+                "build cache's builds folder (from /proc/self/environ) and "
+                "/tmp/kernelseek-escape-PID; correct attention otherwise.",
+                "write confinement: the worker may write only its private folder (the opens "
+                "fail), and the parent reports what the candidate's process changed "
+                "(SANDBOX_VIOLATION, 'changed'/'wrote'); today the GPU policy lets it write.",
+                entry_points(
+                    f"  static const bool tried = (escape(), true);\n  (void)tried;\n"
+                    f"  return naive_dense({DARGS});",
+                    pre=LIBC_BY_ADDRESS + (DATA / "write_escape.cu.txt").read_text(),
+                ),
+                includes,
+            ),
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,6 +53,11 @@ CASES = [
 # results that are right, with a gain only if the harness let the same inputs come back
 NEUTRALISED = {"content_cache.cpp"}
 
+# issue 21, the candidate's process as hostile (classes 1 and 2): judged in
+# tests/test_hostile_process.py, where their rejection waits (xfail) for parent-verified
+# wall-clock batches and write confinement
+NEUTRALISED |= {"timer_forge.cpp", "wall_batch_skip.cpp", "write_escape.cpp"}
+
 
 def test_every_cheat_file_is_covered_and_documented():
     files = {p.name for p in CHEATS.glob("*.cpp")} - {"honest_split_kv.cpp"}

@@ -58,10 +58,20 @@ CASES = [
      "do not hold the appended keys"),
 ]
 
+# issue 21, the candidate's process as hostile: rejected once the parent verifies a random
+# output of every wall-clock batch (until then it passes); write_escape.cu is judged in
+# tests/gpu/test_hostile_process_gpu.py, which removes the files it writes
+CASES += [
+    ("wall_batch_skip.cu", "bench", PREFILL, Code.STALE_RESULT, "wall-clock"),
+    ("timer_forge.cu", "bench", PREFILL, Code.STALE_RESULT, "wall-clock"),
+]
+JUDGED_ELSEWHERE = {"write_escape.cu"}
+
 
 def test_every_cheat_file_is_covered_and_documented():
     files = {p.name for p in CHEATS.glob("*.cu")} - {"honest_split_kv.cu"}
-    assert files == {c[0] for c in CASES} | {"late_side_stream.cu"} and len(files) >= 20
+    expected = {c[0] for c in CASES} | {"late_side_stream.cu"} | JUDGED_ELSEWHERE
+    assert files == expected and len(files) >= 20
     for name in files:
         head = (CHEATS / name).read_text().splitlines()[:2]
         assert head[0].startswith("// Cheat: ") and head[1].startswith("// Caught by: ")

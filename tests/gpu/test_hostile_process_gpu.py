@@ -1,0 +1,58 @@
+"""Issue 21, class 2 on fa3_hopper (``pytest -m gpu``): what the candidate's process writes.
+
+``write_escape.cu`` reaches libc's file functions by address (no symbol the static checks
+see) and writes a ``.pth`` file into the running torch's site-packages, a file into the build
+cache and one into ``/tmp``. The GPU policy lets the worker write files (the profiler's
+trace), so today they land; once the worker may write only its private folder they must not,
+and a run whose candidate changed protected places fails. The files are removed either way.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from evals.harness import Code, RunSettings, evaluate
+from tests.helpers import BUILD_CACHE, ROOT
+
+pytestmark = pytest.mark.gpu
+
+CHEATS = ROOT / "tests" / "cheats" / "fa3_hopper"
+PREFILL = "smoke-bf16-d128-s512-b2-h8k2-causal"
+
+
+def _targets() -> list[Path]:
+    """Where the cheat writes: torch's site-packages, the build cache, ``/tmp``."""
+    import torch
+
+    site = Path(torch.__file__).resolve().parent.parent
+    return [
+        site / "kernelseek_escape_probe.pth",
+        BUILD_CACHE / "builds" / "kernelseek_escape_probe",
+        *Path("/tmp").glob("kernelseek-escape-*"),
+    ]
+
+
+@pytest.mark.xfail(strict=True, reason="needs parent-verified wall batches / write confinement")
+def test_write_escape_leaves_no_file_and_a_write_fails_the_run(monkeypatch):
+    monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
+    for path in _targets():
+        path.unlink(missing_ok=True)
+    try:
+        verdict = evaluate(
+            RunSettings(
+                "check",
+                "fa3_hopper",
+                CHEATS / "write_escape.cu",
+                suite="smoke",
+                scenario_ids=(PREFILL,),
+                call_timeout_s=15,
+            )
+        )
+        assert not [p for p in _targets() if p.exists()]
+        failures = [verdict.failure] if verdict.failure is not None else []
+        failures += [r.failure for r in verdict.results if r.failure is not None]
+        if failures:  # confined, the writes fail; a write that landed fails the run
+            assert failures[0].code == Code.SANDBOX_VIOLATION, failures[0]
+    finally:
+        for path in _targets():
+            path.unlink(missing_ok=True)

@@ -1,0 +1,147 @@
+"""Issue 21, classes 1 and 2 on cpu_attention: the candidate's process treated as hostile.
+
+Each kernel here passes every static check (libc reached by address, no symbol to show for it)
+and computes correct attention on every call the harness verifies. ``timer_forge.cpp``
+rewrites libpython's GOT slot of ``clock_gettime`` so the worker's timer runs at a third of
+the pace during a call, and skips the work in the parent's back-to-back wall-clock calls;
+``wall_batch_skip.cpp`` only skips; ``write_escape.cpp`` writes a ``.pth`` file into the
+running torch's site-packages, a file into the build cache and one into ``/tmp``. Tests that
+only pass once the parent verifies wall-clock batches and confines the worker's writes are
+marked xfail (strict).
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from evals.harness import Code, RunSettings, evaluate
+from evals.harness.verdict import Verdict
+from tests.helpers import BUILD_CACHE, ROOT
+
+CHEATS = ROOT / "tests" / "cheats" / "cpu_attention"
+NEEDS_CHANGE = "needs parent-verified wall batches / write confinement"
+WROTE = re.compile(r"kernelseek-cheat: wrote (\S+): fd (-?\d+), (-?\d+) bytes")
+
+
+def _failures(verdict: Verdict) -> list:
+    """The run's own failure (if any) first, then each failed scenario's."""
+    found = [verdict.failure] if verdict.failure is not None else []
+    return found + [r.failure for r in verdict.results if r.failure is not None]
+
+
+def test_timer_forge_passes_every_static_check_and_patches_the_worker_clock(tmp_path, monkeypatch):
+    # with the OS sandbox on, nothing stops it from rewriting the worker's own clock: the GOT
+    # slot is process memory (mprotect is allowed), and every verified call is right
+    monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
+    log = tmp_path / "worker.log"
+    verdict = evaluate(
+        RunSettings(
+            "check", "cpu_attention", CHEATS / "timer_forge.cpp", suite="smoke", keep_worker_log=log
+        )
+    )
+    assert verdict.status == "ok", _failures(verdict)
+    assert verdict.checks["symbols"].startswith("passed: ")
+    assert verdict.protections is not None
+    assert str(verdict.protections["seccomp"]).startswith("active: ")
+    patched = re.findall(r"clock_gettime GOT slots patched = (\d+)", log.read_text())
+    assert patched and int(patched[0]) >= 1, log.read_text()[-2000:]
+
+
+@pytest.mark.xfail(strict=True, reason=NEEDS_CHANGE)
+def test_timer_forge_is_rejected_when_the_parent_verifies_wall_batches(monkeypatch):
+    # today: accepted, 2.2x the same kernel's (fast.cpp's) geomean on smoke; once every
+    # back-to-back call does work the parent verifies, the skipped calls are caught. (Today
+    # its largest scenario comes within 3% of the wall-clock bound: a TIMING_MISMATCH there
+    # is a near miss of the old check, not the new one, so it does not count.)
+    monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
+    verdict = evaluate(
+        RunSettings("bench", "cpu_attention", CHEATS / "timer_forge.cpp", suite="smoke")
+    )
+    failures = _failures(verdict)
+    assert verdict.status == "failed" and failures
+    assert failures[0].code == Code.STALE_RESULT and "wall-clock" in failures[0].reason
+
+
+@pytest.mark.xfail(strict=True, reason=NEEDS_CHANGE)
+def test_wall_batch_skip_is_rejected_when_the_parent_verifies_wall_batches(monkeypatch):
+    # honest timed calls: only a check of the batches' own outputs can see the skipped work
+    monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
+    verdict = evaluate(
+        RunSettings("bench", "cpu_attention", CHEATS / "wall_batch_skip.cpp", suite="smoke")
+    )
+    failures = _failures(verdict)
+    assert verdict.status == "failed" and failures
+    assert failures[0].code == Code.STALE_RESULT and "wall-clock" in failures[0].reason
+
+
+def _escape_targets() -> list[Path]:
+    """Where write_escape.cpp aims, as it finds them: torch's site-packages and the cache."""
+    import torch
+
+    site = Path(torch.__file__).resolve().parent.parent
+    return [
+        site / "kernelseek_escape_probe.pth",
+        BUILD_CACHE / "builds" / "kernelseek_escape_probe",
+    ]
+
+
+def _written(log: Path) -> list[tuple[Path, int]]:
+    """The paths the cheat tried (from the worker's log) with the descriptor it got."""
+    return [(Path(path), int(fd)) for path, fd, _ in WROTE.findall(log.read_text())]
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in [*paths, *Path("/tmp").glob("kernelseek-escape-*")]:
+        path.unlink(missing_ok=True)
+
+
+def test_write_escape_leaves_no_file_with_the_sandbox_on(tmp_path, monkeypatch):
+    # on the CPU the seccomp filter makes files read-only: every writing open fails (EPERM)
+    monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
+    log = tmp_path / "worker.log"
+    tried: list[tuple[Path, int]] = []
+    try:
+        evaluate(
+            RunSettings(
+                "check",
+                "cpu_attention",
+                CHEATS / "write_escape.cpp",
+                suite="smoke",
+                keep_worker_log=log,
+            )
+        )
+        tried = _written(log)
+        paths = {p for p, _ in tried}
+        assert set(_escape_targets()) <= paths, log.read_text()[-2000:]
+        assert any(str(p).startswith("/tmp/kernelseek-escape-") for p in paths)
+        assert all(fd < 0 for _, fd in tried), tried
+        assert not [p for p in paths if p.exists()]
+    finally:
+        _remove([p for p, _ in tried] + _escape_targets())
+
+
+@pytest.mark.xfail(strict=True, reason=NEEDS_CHANGE)
+def test_write_escape_is_a_sandbox_violation_where_files_are_writable(tmp_path, monkeypatch):
+    # with the seccomp filter off (as files are writable on the GPU) the writes land; the
+    # parent must find what the candidate's process changed and fail the run
+    monkeypatch.setenv("KERNELSEEK_SANDBOX", "off")
+    log = tmp_path / "worker.log"
+    tried: list[tuple[Path, int]] = []
+    try:
+        verdict = evaluate(
+            RunSettings(
+                "check",
+                "cpu_attention",
+                CHEATS / "write_escape.cpp",
+                suite="smoke",
+                keep_worker_log=log,
+            )
+        )
+        tried = _written(log)
+        failures = _failures(verdict)
+        assert verdict.status == "failed" and failures
+        assert failures[0].code == Code.SANDBOX_VIOLATION, failures[0]
+        assert "changed" in failures[0].reason or "wrote" in failures[0].reason
+    finally:
+        _remove([p for p, _ in tried] + _escape_targets())
