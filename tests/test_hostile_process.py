@@ -5,22 +5,19 @@ and computes correct attention on every call the harness verifies. ``timer_forge
 rewrites libpython's GOT slot of ``clock_gettime`` so the worker's timer runs at a third of
 the pace during a call, and skips the work in the parent's back-to-back wall-clock calls;
 ``wall_batch_skip.cpp`` only skips; ``write_escape.cpp`` writes a ``.pth`` file into the
-running torch's site-packages, a file into the build cache and one into ``/tmp``. Tests that
-only pass once the parent verifies wall-clock batches and confines the worker's writes are
-marked xfail (strict).
+running torch's site-packages, a file into the build cache and one into ``/tmp``. The parent
+verifies a random call of every wall-clock batch against its committed digest and the
+reference, and fails a run whose candidate's process changed places that outlive it.
 """
 
 import re
 from pathlib import Path
-
-import pytest
 
 from evals.harness import Code, RunSettings, evaluate
 from evals.harness.verdict import Verdict
 from tests.helpers import BUILD_CACHE, ROOT
 
 CHEATS = ROOT / "tests" / "cheats" / "cpu_attention"
-NEEDS_CHANGE = "needs parent-verified wall batches / write confinement"
 WROTE = re.compile(r"kernelseek-cheat: wrote (\S+): fd (-?\d+), (-?\d+) bytes")
 
 
@@ -48,12 +45,11 @@ def test_timer_forge_passes_every_static_check_and_patches_the_worker_clock(tmp_
     assert patched and int(patched[0]) >= 1, log.read_text()[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_CHANGE)
 def test_timer_forge_is_rejected_when_the_parent_verifies_wall_batches(monkeypatch):
-    # today: accepted, 2.2x the same kernel's (fast.cpp's) geomean on smoke; once every
-    # back-to-back call does work the parent verifies, the skipped calls are caught. (Today
-    # its largest scenario comes within 3% of the wall-clock bound: a TIMING_MISMATCH there
-    # is a near miss of the old check, not the new one, so it does not count.)
+    # before integrity III: accepted, 2.2x the same kernel's (fast.cpp's) geomean on smoke;
+    # now every back-to-back call must do work the parent verifies, so the skipped calls are
+    # caught. (Its largest scenario came within 3% of the old wall-clock bound: a
+    # TIMING_MISMATCH there would be a near miss of the old check, so it does not count.)
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     verdict = evaluate(
         RunSettings("bench", "cpu_attention", CHEATS / "timer_forge.cpp", suite="smoke")
@@ -63,7 +59,6 @@ def test_timer_forge_is_rejected_when_the_parent_verifies_wall_batches(monkeypat
     assert failures[0].code == Code.STALE_RESULT and "wall-clock" in failures[0].reason
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_CHANGE)
 def test_wall_batch_skip_is_rejected_when_the_parent_verifies_wall_batches(monkeypatch):
     # honest timed calls: only a check of the batches' own outputs can see the skipped work
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
@@ -121,7 +116,6 @@ def test_write_escape_leaves_no_file_with_the_sandbox_on(tmp_path, monkeypatch):
         _remove([p for p, _ in tried] + _escape_targets())
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_CHANGE)
 def test_write_escape_is_a_sandbox_violation_where_files_are_writable(tmp_path, monkeypatch):
     # with the seccomp filter off (as files are writable on the GPU) the writes land; the
     # parent must find what the candidate's process changed and fail the run
@@ -142,6 +136,7 @@ def test_write_escape_is_a_sandbox_violation_where_files_are_writable(tmp_path, 
         failures = _failures(verdict)
         assert verdict.status == "failed" and failures
         assert failures[0].code == Code.SANDBOX_VIOLATION, failures[0]
-        assert "changed" in failures[0].reason or "wrote" in failures[0].reason
+        reason = failures[0].reason
+        assert "changed" in reason and "kernelseek_escape_probe.pth" in reason
     finally:
         _remove([p for p, _ in tried] + _escape_targets())

@@ -32,7 +32,6 @@ def _targets() -> list[Path]:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="needs parent-verified wall batches / write confinement")
 def test_write_escape_leaves_no_file_and_a_write_fails_the_run(monkeypatch):
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     for path in _targets():
