@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         keep_going=args.keep_going,
         keep_worker_log=args.keep_worker_log,
     )
-    progress = None if args.quiet else report.print_progress
+    progress = None if args.quiet else report.ProgressPrinter()
     verdict = evaluate(settings, progress=progress, notify=None if args.quiet else _notify)
     _write_json(verdict, args.json)
     print(report.render(verdict), flush=True)
