@@ -89,6 +89,12 @@ def _model(args: list[str]) -> str | None:
             f"model {model!r} names no provider: write provider/model "
             f"(e.g. openai/{model}, anthropic/..., or mockllm/model offline)"
         )
+    if provider == "mockllm" and any(name == "custom_outputs" for name, _ in pairs(args, "-M")):
+        return (
+            "-M custom_outputs cannot come from the command line (mockllm needs ModelOutput "
+            "objects): script an agent in Python with evals.replay, or run "
+            "python -m evals.questioner_demo to meet every decision point offline"
+        )
     package = PROVIDER_PACKAGES.get(provider)
     if package is not None and importlib.util.find_spec(package) is None:
         return f"model {model!r} needs the {package} package: pip install '.[{provider}]'"

@@ -44,6 +44,7 @@ def test_an_eval_that_errors_exits_non_zero_with_one_line(tmp_path):
         (["-T", "bogus=1"], "unknown task argument -T bogus"),
         (["-T", "attempts=0"], "attempts must be a positive integer"),
         (["-S", "bogus=1"], "unknown solver argument -S bogus for kernel_agent"),
+        (["-M", "custom_outputs=[1]"], "-M custom_outputs cannot come from the command line"),
         (["--solver", "kernelseek", "-S", "questioner=x/y"], "-S questioner for kernelseek"),
     ],
 )
