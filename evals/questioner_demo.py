@@ -90,7 +90,7 @@ def run(
     solver = kernelseek(wait_s=wait_s, stall_bench_calls=1, attempts=2)
     model = replay_model(script(descriptor.kernel_file, start))
     [log] = inspect_eval(
-        str(descriptor.task_file()),
+        f"evals/{TARGET}",  # the packaged task file, as the inspect_ai entry point names it
         task_args=settings,
         solver=solver,
         model=model,
