@@ -9,7 +9,7 @@ form asks you for a question at each one:
 2. it claims "the hardware limit" (``limit_claim``);
 3. it benches the start kernel again: 4x over its best (``suspicious_gain``);
 4. it benches the slow kernel again: no new best (``stall``, after one bench here);
-5. it submits a kernel whose output is doubled (``failed_claim``: verification fails);
+5. it submits a kernel with twice the softmax scale (``failed_claim``: wrong outputs);
 6. it submits the start kernel (accepted), and the final kernel is scored.
 
 Your questions reach the agent as user messages (logged with ``source: human``); the scripted
@@ -45,8 +45,8 @@ SLOW = """  at::Tensor out;
   for (int i = 0; i < 4; ++i) out = attention_forward(q, k, v, causal, softmax_scale);
   return out;"""
 """Four calls for one: a kernel 4x slower than the start kernel, still correct."""
-WRONG = "  return attention_forward(q, k, v, causal, softmax_scale) * 2;"
-"""Twice the right output: fails verification."""
+WRONG = "  return attention_forward(q, k, v, causal, 2 * softmax_scale);"
+"""Attention at twice the softmax scale: wrong outputs, so verification fails."""
 
 
 def variant(start: str, body: str) -> str:

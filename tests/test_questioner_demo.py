@@ -153,4 +153,4 @@ def test_the_offline_demo_shows_a_person_every_decision_point(tmp_path):
     triggers = [f.split("decision point: ", 1)[1].split(".", 1)[0] for f in seen["forms"]]
     assert triggers == ["limit_claim", "suspicious_gain", "stall", "failed_claim"]
     failed = seen["forms"][-1]
-    assert "summary: 0 of" in failed and "{" not in failed
+    assert "    summary: " in failed and "[inaccurate]" in failed and "{" not in failed
