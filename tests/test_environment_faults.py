@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -84,3 +85,26 @@ def test_each_missing_piece_of_a_gpu_target_has_its_reason(monkeypatch):
         assert failure.code == Code.ENVIRONMENT
         assert failure.reason.startswith("no FlashAttention-3")
     assert environment_fault(get_target("cpu_attention"), building=True) is None
+
+
+def test_a_full_disk_while_building_is_the_machines_fault_not_the_kernels(tmp_path):
+    cxx = tmp_path / "c++"  # a compiler whose output file cannot be written
+    real = shutil.which("c++")
+    cxx.write_text(f"#!/bin/sh\ncase \"$*\" in *-c*) ;; *) exec {real} \"$@\";; esac\n"
+                   "echo 'fatal error: error writing to /tmp/cc1.s: "
+                   "No space left on device' >&2\nexit 1\n")
+    cxx.chmod(0o755)
+    env = {**os.environ, "CXX": str(cxx)}
+    proc = run_harness("check", "--target", "cpu_attention", "--kernel", str(START_CPU),
+                       "--suite", "smoke", "--cache-dir", str(tmp_path / "cache"), "--quiet",
+                       env=env)
+    _one_line(proc, "the disk is full while building")
+
+
+def test_a_kernel_that_says_the_disk_is_full_is_still_its_own_build_error():
+    from evals.harness.build import SOURCE, _disk_full
+
+    said = (f"{SOURCE}:3:2: error: #error No space left on device\n"
+            "    3 | #error No space left on device\n      |  ^~~~~\n")
+    assert _disk_full(said) is None
+    assert _disk_full("ninja: error: No space left on device\n") is not None

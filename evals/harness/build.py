@@ -32,6 +32,8 @@ BUILD_FORMAT = 3
 """Bump to invalidate every cached build."""
 
 _ERROR_LINE = re.compile(r"\berror\b|\bundefined reference\b|fatal", re.IGNORECASE)
+_DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded")
+_QUOTED = re.compile(r"^\s*\d*\s*\|")  # the compiler quoting a source line: "  3 | ..."
 _MAX_LOG_LINES = 40
 _MAX_LOG_CHARS = 4000
 SOURCE = "{candidate source}"
@@ -185,6 +187,19 @@ def _user_paths(result: BuildResult, source: Path) -> BuildResult:
     return dataclasses.replace(result, log=log, failure=failure)
 
 
+def _disk_full(text: str) -> str | None:
+    """The build output's line saying the disk is full, or None.
+
+    Only a line of the tools' own: a diagnostic about the candidate's code (naming
+    :data:`SOURCE`, or quoting a source line) may say anything, e.g. an ``#error`` with these
+    words, and must stay the candidate's build error.
+    """
+    for line in text.splitlines():
+        if _DISK_FULL.search(line) and SOURCE not in line and not _QUOTED.match(line):
+            return line
+    return None
+
+
 def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: bool) -> BuildResult:
     src_dir = root / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
@@ -222,7 +237,10 @@ def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: boo
     library = Path(spec["build_directory"]) / f"{spec['name']}.so"
     if library.is_file():  # linked; loading problems are the worker's to report
         return BuildResult(key, library, None, log, seconds, False)
-    if COMPILER_FAILED in text:
+    full = _disk_full(text)
+    if full is not None:  # the machine's fault, whatever the compiler then said
+        failure = Failure(Code.ENVIRONMENT, f"the disk is full while building: {full.strip()}")
+    elif COMPILER_FAILED in text:
         failure = Failure(Code.BUILD_ERROR, f"build error: {first_error(log)}")
     else:  # the compiler never ran: the environment's fault, never the candidate's
         last = text.strip().splitlines()[-1] if text.strip() else f"exit {proc.returncode}"
