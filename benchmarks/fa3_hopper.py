@@ -9,6 +9,8 @@ sampled every 0.2 s). Steps:
 - ``start-dev`` / ``start-full``: ``kernels/fa3_hopper/start.cu`` scored against the upstreams.
 
 Usage: python benchmarks/fa3_hopper.py --out results/measurements/h200 selfcheck-dev start-dev
+
+A step that cannot run (no CUDA GPU, no FA3, ...) ends the command: one line, exit status 2.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ STEPS = {
     "start-dev": ["score", "--kernel", "kernels/fa3_hopper/start.cu", "--suite", "dev"],
     "start-full": ["score", "--kernel", "kernels/fa3_hopper/start.cu", "--suite", "full"],
 }
+
+
+class StepError(Exception):
+    """A step could not run (no CUDA GPU, no FA3, a bad argument): one line for the user."""
 
 
 class MemorySampler(threading.Thread):
@@ -79,6 +85,10 @@ def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
     wall = time.monotonic() - start
     sampler.stop.set()
     sampler.join()
+    if proc.returncode == 2 or not path.is_file():  # bad invocation or environment: no figures
+        said = path.with_suffix(".progress.log").read_text().strip().splitlines()
+        last = said[-1] if said else f"the harness exited {proc.returncode} without a verdict"
+        raise StepError(f"{name}: {last.removeprefix('error: ')}")
     print(proc.stdout[-6000:], flush=True)
     doc = json.loads(path.read_text())
     agg = doc["aggregates"]
@@ -144,7 +154,11 @@ def main() -> int:
         if name not in STEPS:
             parser.error(f"unknown step {name!r}")
         for i in range(int(times or 1)):
-            summaries.append(run_step(name, args.out, i))
+            try:
+                summaries.append(run_step(name, args.out, i))
+            except StepError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
     (args.out / "summary.json").write_text(json.dumps(summaries, indent=1))
     return 0
 

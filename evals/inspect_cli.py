@@ -12,42 +12,26 @@ Same arguments as ``inspect`` (it runs Inspect's own console script in this proc
 - a failed eval fails the command: after ``eval``, each new log is read and the exit status is 1
   (one line per log on stderr) when a log's status is not ``success``; ``inspect`` itself
   exits 0 when the eval errors;
-- a wrong ``--solver`` or ``-T`` value of this project's tasks is one line on stderr and exit
-  status 2, before Inspect builds the task.
+- a wrong ``--solver``, ``-S`` or ``-T`` value of this project's tasks, a ``--model`` without
+  its provider (or the provider's package) and a ``docker`` sandbox without an engine are one
+  line on stderr and exit status 2, before Inspect builds the task
+  (:mod:`evals.inspect_preflight`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
 
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.model import ModelAPI
 
-from evals.bench.arms import ARMS
-from evals.bench.targets import TARGETS
-from evals.bench.task import target_settings
-from evals.bench.task_args import TaskArgs
-from evals.bench.validate import TaskArgumentError, validate
+from evals.inspect_preflight import option, preflight
 
 EXIT_EVAL_FAILED = 1
 EXIT_BAD_ARGUMENTS = 2
-
-
-def option(args: list[str], name: str) -> str | None:
-    """The value of ``--name VALUE`` or ``--name=VALUE`` in ``args`` (last wins), or None."""
-    found = None
-    for i, a in enumerate(args):
-        if a == name and i + 1 < len(args):
-            found = args[i + 1]
-        elif a.startswith(name + "="):
-            found = a.split("=", 1)[1]
-    return found
 
 
 async def _estimate_tokens(self: ModelAPI, text: str) -> int:
@@ -105,49 +89,10 @@ def failed_logs(names: set[str]) -> list[str]:
     return lines
 
 
-def preflight(args: list[str]) -> str | None:
-    """One line saying what is wrong with an ``eval``'s solver or task arguments, or None.
-
-    Checked before Inspect builds the task, whose errors arrive as long tracebacks: the
-    solver must be one of the arms (bare or ``evals/``), every ``-T`` name a task argument
-    and every value valid for the target (:func:`evals.bench.task.validate`).
-    """
-    if args[:1] != ["eval"] or len(args) < 2:
-        return None
-    solver = option(args, "--solver")
-    if solver is not None and solver.removeprefix("evals/") not in ARMS:
-        return f"unknown solver {solver!r}: choose one of {', '.join(sorted(ARMS))}"
-    target = Path(args[1].rstrip("/")).stem
-    if target not in TARGETS:
-        return None  # another task: Inspect checks its own arguments
-    known = {f.name for f in dataclasses.fields(TaskArgs)}
-    values: dict[str, Any] = {}
-    for i, arg in enumerate(args[:-1]):
-        if arg == "-T" and "=" in args[i + 1]:
-            name, raw = args[i + 1].split("=", 1)
-            if name not in known:
-                return f"unknown task argument -T {name}: choose from {', '.join(sorted(known))}"
-            values[name] = _scalar(raw)
-    try:
-        defaults = TARGETS[target].defaults
-        validate(target_settings(target, dataclasses.replace(defaults, **values)))
-    except TaskArgumentError as exc:
-        return str(exc)
-    return None
-
-
-def _scalar(raw: str) -> Any:
-    """A ``-T`` value as Inspect reads it: a number, a boolean, null, or else the string."""
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run ``inspect ARGS``; returns the exit status (1 when an eval's log is not success).
 
-    A wrong solver or task argument is one line on stderr and exit status 2.
+    A wrong argument or a missing Docker engine is one line on stderr and exit status 2.
     """
     args = tag_arm(list(sys.argv[1:] if argv is None else argv))
     problem = preflight(args)

@@ -4,7 +4,8 @@ Inspect's ``mockllm/model`` answers with outputs that carry no usage, so Inspect
 with a tokenizer it downloads (fails offline). These outputs set ``usage``, and
 :func:`replay_model` replays the same script from the start in every sample (epoch), so
 concurrent epochs each see the whole script. Use it to push a given kernel through the real
-task, stop condition and scorer (pipeline checks, the first rows of a new host):
+task, stop condition and scorer (pipeline checks, the first rows of a new host), or to meet
+every decision point of the questioner (:mod:`evals.questioner_demo`):
 
     from inspect_ai import eval
     from evals.replay import replay_model, submit_kernel
@@ -39,13 +40,20 @@ def text(content: str) -> ModelOutput:
     return out
 
 
+def write_file(source: str, path: str) -> ModelOutput:
+    """A ``bash`` call writing ``source`` to the workspace's ``path`` (any sandbox).
+
+    Raises:
+        ValueError: ``source`` contains the heredoc's end marker.
+    """
+    if _EOF in source:
+        raise ValueError(f"the source contains the heredoc marker {_EOF}")
+    return tool_call("bash", command=f"cat > {path} <<'{_EOF}'\n{source}\n{_EOF}\n")
+
+
 def submit_kernel(kernel: str | Path, kernel_file: str) -> list[ModelOutput]:
     """Write ``kernel``'s source into the workspace's ``kernel_file`` (any sandbox), submit."""
-    source = Path(kernel).read_text()
-    if _EOF in source:
-        raise ValueError(f"{kernel} contains the heredoc marker {_EOF}")
-    write = f"cat > {kernel_file} <<'{_EOF}'\n{source}\n{_EOF}\n"
-    return [tool_call("bash", command=write), tool_call("submit")]
+    return [write_file(Path(kernel).read_text(), kernel_file), tool_call("submit")]
 
 
 def replay_model(outputs: list[ModelOutput]) -> Model:

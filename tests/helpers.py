@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CPU_KERNELS = ROOT / "tests" / "data" / "cpu_attention"
 START_CPU = ROOT / "kernels" / "cpu_attention" / "start.cpp"
 BUILD_CACHE = ROOT / ".cache" / "test-cache"
+LOCK_DIR = ROOT / ".cache" / "test-locks"
 
 
 def run_harness(

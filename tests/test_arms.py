@@ -21,6 +21,7 @@ from evals.bench.arms import (
     open_ended,
     scripted,
 )
+from evals.bench.decisions import SuspiciousGainDetector
 from evals.bench.director import question_rule_broken
 from evals.bench.recipe import load_recipe, stage_ends
 from evals.bench.seeds import sample_seed
@@ -226,3 +227,17 @@ def test_recipe_stages_fit_the_message_budget_and_the_last_is_reachable():
         ends = stage_ends(load_recipe(bench_target(target).recipe()), limit)
         assert ends == sorted(ends) and ends[-1] <= limit
         assert ends[-2] < limit  # the last stage starts before the budget is spent
+
+
+def test_a_harness_flag_counts_only_on_a_gain_of_the_agents_own():
+    # A busy machine slows the upstream timed beside the candidate, so the harness flags
+    # "suspicious: 1.6x over sdpa" on any kernel; only a new best over an earlier one is a gain.
+    flag = ["suspicious: 1.60x over sdpa; worth a look"]
+    gain = SuspiciousGainDetector(factor=1.5)
+    assert gain.on_bench(0.9, flag) is None          # the start kernel: sets the best
+    assert gain.on_bench(0.8, flag) is None          # slower than the best: no gain
+    assert gain.on_bench(None, flag) is None         # not all correct: no gain
+    point = gain.on_bench(1.0, flag)                 # a small gain the harness finds too good
+    assert point is not None and point.evidence["harness_flags"] == flag
+    jump = gain.on_bench(2.0, [])                    # a jump over the best, without a flag
+    assert jump is not None and jump.evidence["previous_best"] == 1.0

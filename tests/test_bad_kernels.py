@@ -85,6 +85,22 @@ def test_build_error_exits_1_with_reason_in_output_and_json(tmp_path):
     assert proc.stdout.count("undeclared_function") <= 3  # reported once, not per scenario
 
 
+def test_compiler_paths_name_the_users_file_wherever_the_cache_lives(tmp_path):
+    # a long cache path puts the cache's copy mid-line in the compile command, where the
+    # log's trimming of long lines used to cut it before it could be named as the user's file
+    from evals.harness.build import build
+    from evals.harness.targets import get_target
+
+    cache = tmp_path / ("deep-" * 30) / "cache"
+    user = tmp_path / "mine.cpp"
+    user.write_bytes((CPU_KERNELS / "build_error.cpp").read_bytes())
+    for attempt in ("fresh", "cached"):
+        result = build(get_target("cpu_attention"), user, cache_dir=cache)
+        assert result.cached == (attempt == "cached")
+        assert "candidate.cpp" not in result.log, attempt
+        assert f"{user}:6:10: error" in result.log and str(user) in result.failure.reason
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [

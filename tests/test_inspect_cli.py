@@ -43,6 +43,9 @@ def test_an_eval_that_errors_exits_non_zero_with_one_line(tmp_path):
         (["--solver", "evals/nosuch"], "unknown solver 'evals/nosuch'"),
         (["-T", "bogus=1"], "unknown task argument -T bogus"),
         (["-T", "attempts=0"], "attempts must be a positive integer"),
+        (["-S", "bogus=1"], "unknown solver argument -S bogus for kernel_agent"),
+        (["-M", "custom_outputs=[1]"], "-M custom_outputs cannot come from the command line"),
+        (["--solver", "kernelseek", "-S", "questioner=x/y"], "-S questioner for kernelseek"),
     ],
 )
 def test_a_wrong_solver_or_task_argument_is_one_line_before_inspect_runs(args, text):
@@ -51,6 +54,38 @@ def test_a_wrong_solver_or_task_argument_is_one_line_before_inspect_runs(args, t
 
 def test_good_arguments_pass_the_preflight():
     args = ["eval", "tasks/fa3_hopper/", "--solver", "evals/kernelseek_bank", "-T", "suite=smoke",
-            "-T", "upstream=cudnn", "-T", "token_limit=null"]
+            "-T", "upstream=cudnn", "-T", "token_limit=null", "-T", "sandbox=local",
+            "-S", "gain_factor=2", "--model", "mockllm/model"]
     assert preflight(args) is None
     assert preflight(["eval", "some/other_task.py", "-T", "anything=1"]) is None
+
+
+def test_a_docker_sandbox_without_an_engine_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no docker command at all
+    args = ["eval", "tasks/fa3_hopper", "--model", "mockllm/model", "-T", "sandbox=docker"]
+    assert preflight(args).startswith("no Docker engine: the docker command is not on PATH")
+    fake = tmp_path / "docker"  # a client whose engine does not answer
+    fake.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    assert preflight(args) == (
+        "no Docker engine: Cannot connect to the Docker daemon "
+        "(start Docker, or run -T sandbox=local (no isolation))"
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-S", "bogus=1"],
+        ["--model", "gpt-5"],
+    ],
+)
+def test_the_command_says_a_wrong_argument_in_one_line_and_exits_2(tmp_path, args):
+    proc = subprocess.run(
+        [sys.executable, "-m", "evals.inspect_cli", "eval", "tasks/cpu_attention",
+         "--model", "mockllm/model", *args, "--log-dir", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("error: ")

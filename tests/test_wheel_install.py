@@ -15,9 +15,13 @@ import shutil
 import site
 import subprocess
 import sys
+import tomllib
+from email.parser import Parser
 from pathlib import Path
 
 from inspect_ai.log import read_eval_log
+from packaging.requirements import Requirement
+from packaging.version import Version
 
 from tests.helpers import ROOT
 
@@ -45,11 +49,49 @@ print(json.dumps({"evals": evals.__file__, "files": files}))
 """
 
 
+OLDEST_TESTED_TORCH = "2.11.0"  # the H200 hosts' CUDA build
+
+
+def _pinned(name):
+    """The version constraints.txt pins for ``name`` (what the scripts install and test)."""
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        req = line.split("#")[0].strip()
+        if req.startswith(f"{name}=="):
+            return Version(req.split("==")[1])
+    raise AssertionError(f"constraints.txt pins no {name}")
+
+
+def _torch_requirement(requirements):
+    [torch] = [r for r in map(Requirement, requirements) if r.name == "torch"]
+    return torch
+
+
+def test_a_user_install_gets_a_tested_torch():
+    # `pip install '.[inspect]'` resolves torch from pyproject's range, not constraints.txt:
+    # the range must hold the pinned (tested) torch and the H200's, and no later minor release
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    spec = _torch_requirement(declared).specifier
+    pinned = _pinned("torch")
+    assert pinned in spec and Version(OLDEST_TESTED_TORCH) in spec
+    assert Version(f"{pinned.major}.{pinned.minor + 1}.0") not in spec
+
+
 def _run(argv, cwd, env, timeout=600):
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
     assert proc.returncode == 0, f"{argv}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout
+
+
+def _check_wheel_torch(wheel):
+    """The wheel's metadata carries pyproject's torch range, the one a user's pip resolves."""
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as zf:
+        [name] = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        meta = Parser().parsestr(zf.read(name).decode())
+    torch = _torch_requirement(r for r in meta.get_all("Requires-Dist") if "extra" not in r)
+    assert _pinned("torch") in torch.specifier
 
 
 def _install(tmp_path, env):
@@ -59,6 +101,7 @@ def _install(tmp_path, env):
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
           "--no-index", "-q", "-w", str(tmp_path / "dist"), str(source)], tmp_path, env)
     [wheel] = (tmp_path / "dist").glob("kernelseek_bench-*.whl")
+    _check_wheel_torch(wheel)
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path, env)
     python = str(venv / "bin" / "python")

@@ -6,6 +6,7 @@ evidence when it fires; the loop logs it as a transcript event and asks the dire
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
@@ -95,16 +96,23 @@ class LimitClaimDetector:
 
 @dataclass
 class SuspiciousGainDetector:
-    """Fires on a jump of the bench geomean over the previous best, or harness flags."""
+    """Fires on a jump of the bench geomean over the previous best, or a flagged gain.
+
+    The harness's flags (``suspicious: 1.6x over sdpa``) compare the candidate with the
+    upstream timed beside it, so a busy machine that slows the upstream raises them for any
+    kernel. They count only on a gain, a new best over an earlier one: the agent's own change
+    must be what looks too good. The first bench (the start kernel) sets the best.
+    """
 
     factor: float = 1.5
     best: float = 0.0
 
     def on_bench(self, geomean: float | None, flags: Sequence[str]) -> DecisionPoint | None:
-        """Check one bench result and its per-scenario flags."""
-        flagged = [f for f in flags if "suspicious" in f or "implausible" in f]
-        jump = geomean is not None and self.best > 0 and geomean > self.factor * self.best
+        """Check one bench result (its geomean speedup) and its per-scenario flags."""
         previous = self.best
+        gain = geomean is not None and previous > 0 and geomean > previous
+        jump = gain and geomean is not None and geomean > self.factor * previous
+        flagged = [f for f in flags if "suspicious" in f or "implausible" in f] if gain else []
         if geomean is not None:
             self.best = max(self.best, geomean)
         if not (jump or flagged):
@@ -113,3 +121,18 @@ class SuspiciousGainDetector:
             "suspicious_gain",
             {"previous_best": previous, "geomean": geomean, "harness_flags": flagged[:5]},
         )
+
+
+_REPORT_LINE = re.compile(r"^(summary:|FAILED \[|ERROR \[|\s+\S.*: \[\w+\] )")
+"""Lines of a harness report that say what failed: the summary and each grouped failure."""
+
+
+def failed_claim(report: str, *, max_lines: int = 12) -> DecisionPoint:
+    """The decision point of a submission that failed verification.
+
+    Its evidence is the report's summary and failure lines, whole (a reader sees why it
+    failed, not the table), or its last ``max_lines`` lines when it has none of them.
+    """
+    lines = [ln.rstrip() for ln in report.splitlines() if ln.strip()]
+    said = [ln for ln in lines if _REPORT_LINE.match(ln)] or lines[-max_lines:]
+    return DecisionPoint("failed_claim", {"failures": "\n".join(said[:max_lines])})

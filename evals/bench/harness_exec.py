@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from inspect_ai.util import sandbox, store
 
+from evals.bench.faults import ENVIRONMENT, HARNESS, verdict_fault
 from evals.bench.settings import TaskSettings
 
 RESULTS_DIR = ".kernelseek"
@@ -58,6 +59,8 @@ class HarnessRun:
         verdict: The checked verdict, or None.
         error: Why there is no verdict (one line), or None.
         kernel_sha256: Hash of the kernel file read just before the run.
+        fault: Set when the run failed for a reason not the candidate's (the environment's
+            or the harness's): the reason with its prefix (:mod:`evals.bench.faults`).
     """
 
     returncode: int
@@ -65,6 +68,7 @@ class HarnessRun:
     verdict: dict[str, Any] | None
     error: str | None = None
     kernel_sha256: str | None = None
+    fault: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -147,6 +151,20 @@ def harness_argv(
     ]
 
 
+async def _read_kernel(settings: TaskSettings) -> bytes | HarnessRun:
+    """The workspace kernel's bytes, or the run that failed to read it."""
+    try:
+        source: bytes = await sandbox().read_file(settings.kernel_file, text=False)
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        # the workspace is the agent's: a kernel it removed or locked is the candidate's failure
+        lost = f"cannot read the kernel {settings.kernel_file}: {type(exc).__name__}"
+        return HarnessRun(-1, "", None, lost)
+    except Exception as exc:
+        broken = f"cannot read {settings.kernel_file}: {type(exc).__name__}: {exc}"
+        return HarnessRun(-1, "", None, broken, fault=f"{ENVIRONMENT} {broken}")
+    return source
+
+
 async def run_harness(
     settings: TaskSettings,
     command: Literal["check", "bench", "score"],
@@ -157,10 +175,9 @@ async def run_harness(
     """Run the harness's ``command`` on the workspace kernel and check its verdict; never raises."""
     remember(command, None)  # a run without a verdict leaves none behind, never a stale one
     sb = sandbox()
-    try:
-        source = await sb.read_file(settings.kernel_file, text=False)
-    except Exception as exc:
-        return HarnessRun(-1, "", None, f"cannot read {settings.kernel_file}: {exc}")
+    source = await _read_kernel(settings)
+    if isinstance(source, HarnessRun):
+        return source
     sha = hashlib.sha256(source).hexdigest()
     nonce = f"KERNELSEEK-VERDICT-{secrets.token_hex(16)}"
     try:
@@ -170,10 +187,12 @@ async def run_harness(
             env=harness_env(settings),
             timeout=timeout,
         )
-    except TimeoutError:
-        return HarnessRun(-1, "", None, f"the harness did not finish within {timeout} s", sha)
-    except Exception as exc:  # a broken sandbox must not fail the eval
-        return HarnessRun(-1, "", None, f"sandbox error: {type(exc).__name__}: {exc}", sha)
+    except TimeoutError:  # every request of the candidate has its own, shorter, limit
+        late = f"the harness did not finish within {timeout} s"
+        return HarnessRun(-1, "", None, late, sha, f"{HARNESS} {late}")
+    except Exception as exc:  # a broken sandbox must not crash the tool; the scorer errors
+        broken = f"sandbox error: {type(exc).__name__}: {exc}"
+        return HarnessRun(-1, "", None, broken, sha, f"{ENVIRONMENT} {broken}")
     table, text = split_output(result.stdout or "", nonce)
     verdict, reason = check_verdict(
         text, returncode=result.returncode, command=command, kernel_sha256=sha
@@ -181,6 +200,7 @@ async def run_harness(
     if verdict is None:
         tail = (result.stderr or "").strip().splitlines()[-3:]
         said = f"; harness said: {' | '.join(tail)}" if tail else ""
-        return HarnessRun(result.returncode, table, None, f"{reason}{said}", sha)
+        error = f"{reason}{said}"
+        return HarnessRun(result.returncode, table, None, error, sha, f"{HARNESS} {error}")
     remember(command, verdict)
-    return HarnessRun(result.returncode, table, verdict, None, sha)
+    return HarnessRun(result.returncode, table, verdict, None, sha, verdict_fault(verdict))

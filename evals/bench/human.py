@@ -31,13 +31,35 @@ def _schema() -> Any:
 
 
 def prompt_for(point: DecisionPoint, summary: dict[str, Any]) -> str:
-    """What the person sees: the trigger, the evidence and the compact state."""
+    """What the person sees, as plain text: the trigger, the evidence and the compact state."""
     worst = ", ".join(f"{w['id']} {w['speedup']:.2f}x" for w in summary.get("worst_scenarios", []))
-    return (
-        f"KernelSeek decision point: {point.trigger}.\nEvidence: {point.evidence}\n"
-        f"Best verified speedup: {summary.get('best_speedup', 0.0):.3f}x; worst: {worst or '-'}"
-        f"\nClaim seen: {summary.get('claim') or '-'}\nAsk the agent one question."
+    return "\n".join(
+        [
+            f"KernelSeek decision point: {point.trigger}.",
+            "Evidence:",
+            *evidence_lines(point.evidence),
+            f"Best verified speedup: {summary.get('best_speedup', 0.0):.3f}x; "
+            f"worst: {worst or '-'}",
+            f"Claim seen: {summary.get('claim') or '-'}",
+            "Ask the agent one question.",
+        ]
     )
+
+
+def evidence_lines(evidence: dict[str, Any]) -> list[str]:
+    """One indented line per item (a multi-line text indented below its name), never a dict."""
+    lines = []
+    for key, value in evidence.items():
+        name = key.replace("_", " ")
+        if isinstance(value, str) and "\n" in value:
+            lines += [f"  {name}:", *(f"    {ln}" for ln in value.splitlines())]
+        elif isinstance(value, float):
+            lines.append(f"  {name}: {value:.3f}")
+        elif isinstance(value, list | tuple):
+            lines.append(f"  {name}: {'; '.join(map(str, value)) or '-'}")
+        else:
+            lines.append(f"  {name}: {value if value not in (None, '') else '-'}")
+    return lines
 
 
 class HumanDirector:

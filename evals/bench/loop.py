@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
+from typing import Any
+
+from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageUser, execute_tools, get_model
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import Tool, bash
@@ -49,11 +53,12 @@ async def run_agent(
         budget.spend("agent_tokens", output.usage.total_tokens if output.usage else 0)
         state.output = output
         _agent_says(state, output.message)
-        for w in watchers:
-            state.messages.extend(await w.on_reply(output.message.text))
+        asked = await _observe(state, [w.on_reply(output.message.text) for w in watchers])
         calls = output.message.tool_calls or []
         if not calls:
             idle += 1
+            if asked and idle <= max_idle_turns:  # a question came: one turn to act on it
+                continue
             if idle >= max_idle_turns:
                 break
             _agent_says(state, ChatMessageUser(content=CONTINUE))
@@ -63,19 +68,46 @@ async def run_agent(
         for message in result.messages:
             _agent_says(state, message)
         names = {call.function for call in calls}
-        for w in watchers:
-            state.messages.extend(await w.on_tools(names))
+        await _observe(state, [w.on_tools(names) for w in watchers])
         if "submit" in names:
             verdict = await stop.verify()
-            if verdict.accepted or verdict.exhausted:
+            if verdict.accepted:
+                break
+            if verdict.exhausted:
+                _last_claim_failed(bool(watchers))
                 break
             _agent_says(state, ChatMessageUser(content=verdict.message))
-            for w in watchers:
-                state.messages.extend(await w.on_failed_claim(verdict.message))
+            await _observe(state, [w.on_failed_claim(verdict.message) for w in watchers])
     else:
         if reason is not None:
             budget.note_exhausted(reason)
     return state
+
+
+async def _observe(
+    state: TaskState, pending: list[Coroutine[Any, Any, list[ChatMessageUser]]]
+) -> bool:
+    """Add what the observers say (in order) to the conversation; whether any said anything."""
+    added = False
+    for said in pending:
+        messages = await said
+        state.messages.extend(messages)
+        added = added or bool(messages)
+    return added
+
+
+def _last_claim_failed(watched: bool) -> None:
+    """The last submission failed: the run ends, so no question is asked (logged as such).
+
+    Every submission is verified while attempts remain and a failed one brings the agent its
+    question; after the last one the agent can no longer submit, so a question could not be
+    acted on and the kernel in the workspace is scored as it is.
+    """
+    if watched:
+        why = "the last submission failed verification: the run ends, so no question is asked"
+        transcript().info(
+            {"decision_point_skipped": "failed_claim", "why": why}, source="kernelseek"
+        )
 
 
 def _agent_says(state: TaskState, message: ChatMessage) -> None:

@@ -15,6 +15,7 @@ from evals.bench.decisions import (
     LimitClaimDetector,
     StallDetector,
     SuspiciousGainDetector,
+    failed_claim,
 )
 from evals.bench.director import Director
 from evals.bench.harness_exec import read_verdict
@@ -91,7 +92,7 @@ class Questioner:
 
     async def on_failed_claim(self, report: str) -> list[ChatMessageUser]:
         """A submission failed verification."""
-        return await self._handle([DecisionPoint("failed_claim", {"report": report[-800:]})])
+        return await self._handle([failed_claim(report)])
 
     async def _handle(self, points: list[DecisionPoint | None]) -> list[ChatMessageUser]:
         messages = []

@@ -13,6 +13,7 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from evals.bench import budget
+from evals.bench.faults import HarnessFault
 from evals.bench.harness_exec import HarnessRun, run_harness
 from evals.bench.metrics import (
     ci_high,
@@ -33,7 +34,11 @@ ZERO = {"success": 0.0, "speedup": 0.0, "speedup_vs_fastest": 0.0, "passed": 0.0
 
 
 def score_from_run(run: HarnessRun, upstream: str, extra: dict[str, Any] | None = None) -> Score:
-    """Turn a harness run into a score; 0 with the reason when anything failed.
+    """Turn a harness run into a score; 0 with the reason when the candidate failed.
+
+    Raises :class:`HarnessFault` when the run failed for the environment's or the harness's
+    reasons (its message starts ``environment:`` or ``harness_error:``): Inspect then records
+    the sample as an error, which an eval set can retry, never as the agent's failure.
 
     Values: ``success`` (1 if every scenario is correct), ``speedup`` (geomean vs ``upstream``
     over the scenarios it ran; 0 unless success), ``speedup_vs_fastest``, ``passed`` (fraction
@@ -44,6 +49,8 @@ def score_from_run(run: HarnessRun, upstream: str, extra: dict[str, Any] | None 
         "kernel_sha256": run.kernel_sha256,
         **(extra or {}),
     }
+    if run.fault is not None:
+        raise HarnessFault(run.fault)
     if run.verdict is None:
         return Score(value=dict(ZERO), explanation=f"no verdict: {run.error}", metadata=meta)
     verdict = run.verdict

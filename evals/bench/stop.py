@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from inspect_ai.log import transcript
 from inspect_ai.util import sandbox, store
 
+from evals.bench.faults import HarnessFault
 from evals.bench.harness_exec import run_harness
 from evals.bench.settings import TaskSettings
 
@@ -39,7 +40,11 @@ class StopCondition:
         self.used = 0
 
     async def verify(self) -> Verification:
-        """Verify the kernel now in the workspace (dev-suite ``check``)."""
+        """Verify the kernel now in the workspace (dev-suite ``check``).
+
+        Raises:
+            HarnessFault: The check failed for the environment's or the harness's reasons.
+        """
         self.used += 1
         try:
             source = await sandbox().read_file(self.settings.kernel_file, text=False)
@@ -54,6 +59,8 @@ class StopCondition:
                 suite=self.settings.suite,
                 timeout=self.settings.check_timeout,
             )
+            if run.fault is not None:  # not the candidate's doing: the sample errors
+                raise HarnessFault(run.fault)
             report = run.table if run.error is None else f"{run.table}\n{run.error}"
             cache[key] = (run.ok, report[-MAX_REPORT_CHARS:])
             store().set(CACHE_KEY, cache)

@@ -28,12 +28,18 @@ from evals.harness.failures import Code, Failure
 from evals.harness.hygiene import clean_environment, with_package_root
 from evals.harness.targets.base import Target
 
-BUILD_FORMAT = 2
+BUILD_FORMAT = 3
 """Bump to invalidate every cached build."""
 
 _ERROR_LINE = re.compile(r"\berror\b|\bundefined reference\b|fatal", re.IGNORECASE)
+_DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded")
+_QUOTED = re.compile(r"^\s*\d*\s*\|")  # the compiler quoting a source line: "  3 | ..."
 _MAX_LOG_LINES = 40
 _MAX_LOG_CHARS = 4000
+SOURCE = "{candidate source}"
+"""Stands for the compiled file in a cached log: the cache's copy is named for its content,
+and a person reading the log looks for their own file (trimming may cut a long path short, so
+it is replaced before trimming)."""
 
 
 @dataclass(frozen=True)
@@ -164,25 +170,34 @@ def build(
         if record_path.is_file():
             cached = _from_record(json.loads(record_path.read_text()), key)
             if cached is not None:
-                return _user_paths(cached, root, target, source_path)
+                return _user_paths(cached, source_path)
         result = _compile(target, source, key, root, clean_env)
         if result.failure is None or result.failure.code == Code.BUILD_ERROR:
             record_path.write_text(json.dumps(result.to_json()))
-        return _user_paths(result, root, target, source_path)
+        return _user_paths(result, source_path)
 
 
-def _user_paths(result: BuildResult, root: Path, target: Target, source: Path) -> BuildResult:
-    """The compiler's diagnostics with the cache's copy of the source named as the user's file.
-
-    The cache compiles ``<cache>/<key>/src/candidate.cpp``; a person looks for their own file.
-    """
-    copy = str(root / "src" / f"candidate{target.contract.source_suffix}")
+def _user_paths(result: BuildResult, source: Path) -> BuildResult:
+    """The compiler's diagnostics with :data:`SOURCE` named as the user's file."""
     mine = str(source)
     failure = result.failure
     if failure is not None:
-        failure = Failure(failure.code, failure.reason.replace(copy, mine))
-    log = result.log.replace(copy, mine).replace(COMPILER_FAILED, "").rstrip()
+        failure = Failure(failure.code, failure.reason.replace(SOURCE, mine))
+    log = result.log.replace(SOURCE, mine).replace(COMPILER_FAILED, "").rstrip()
     return dataclasses.replace(result, log=log, failure=failure)
+
+
+def _disk_full(text: str) -> str | None:
+    """The build output's line saying the disk is full, or None.
+
+    Only a line of the tools' own: a diagnostic about the candidate's code (naming
+    :data:`SOURCE`, or quoting a source line) may say anything, e.g. an ``#error`` with these
+    words, and must stay the candidate's build error.
+    """
+    for line in text.splitlines():
+        if _DISK_FULL.search(line) and SOURCE not in line and not _QUOTED.match(line):
+            return line
+    return None
 
 
 def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: bool) -> BuildResult:
@@ -217,12 +232,15 @@ def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: boo
         reason = f"build timed out after {target.build.timeout_s:.0f} s"
         return BuildResult(key, None, Failure(Code.BUILD_TIMEOUT, reason), "", seconds, False)
     seconds = time.monotonic() - start
-    text = out.decode(errors="replace")
+    text = out.decode(errors="replace").replace(str(src), SOURCE)
     log = trim_log(text)
     library = Path(spec["build_directory"]) / f"{spec['name']}.so"
     if library.is_file():  # linked; loading problems are the worker's to report
         return BuildResult(key, library, None, log, seconds, False)
-    if COMPILER_FAILED in text:
+    full = _disk_full(text)
+    if full is not None:  # the machine's fault, whatever the compiler then said
+        failure = Failure(Code.ENVIRONMENT, f"the disk is full while building: {full.strip()}")
+    elif COMPILER_FAILED in text:
         failure = Failure(Code.BUILD_ERROR, f"build error: {first_error(log)}")
     else:  # the compiler never ran: the environment's fault, never the candidate's
         last = text.strip().splitlines()[-1] if text.strip() else f"exit {proc.returncode}"

@@ -1,7 +1,8 @@
 """Command line: ``python -m evals.harness {check,bench,score} --target T --kernel FILE``.
 
 Exit status: 0 when every scenario is correct, 1 when the candidate failed (build error,
-crash, wrong result, ...), 2 for a bad invocation (unknown target or suite, missing file).
+crash, wrong result, ...), 2 for a bad invocation (unknown target or suite, missing file) or
+a fault of the machine (no CUDA GPU, compiler, CUDA toolkit or FA3; a device that stayed busy).
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         keep_going=args.keep_going,
         keep_worker_log=args.keep_worker_log,
     )
-    progress = None if args.quiet else report.print_progress
+    progress = None if args.quiet else report.ProgressPrinter()
     verdict = evaluate(settings, progress=progress, notify=None if args.quiet else _notify)
     _write_json(verdict, args.json)
     print(report.render(verdict), flush=True)

@@ -43,6 +43,7 @@ class Code(StrEnum):
     TRACE_VIOLATION = "trace_violation"
     SKIPPED = "skipped"
     HARNESS_ERROR = "harness_error"
+    ENVIRONMENT = "environment"  # the machine lacks what the target needs (GPU, toolkit, FA3)
     HARNESS_MODIFIED = "harness_modified"
     DEVICE_BUSY = "device_busy"
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from evals.harness.device_lock import LockRecord
 from evals.harness.verdict import ScenarioResult, Verdict, aggregates
 
 
@@ -15,21 +17,46 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def progress_line(done: int, total: int, result: ScenarioResult) -> str:
-    """One line per finished scenario, for long runs."""
+    """One line per finished scenario, for long runs: its status and figures so far."""
     status = "ok" if result.correct else f"FAIL {result.failure.code if result.failure else ''}"
     cand = result.times.get("candidate")
-    speeds = [f"{name} {result.speedup(name):.3f}x" for name in result.times if name != "candidate"]
     tail = f" {cand.median_us:.1f} us" if cand else ""
+    speeds = _speedups(result)
     if cand and speeds:
-        tail += "; " + ", ".join(speeds)
+        tail += "; " + speeds
     return f"[{done}/{total}] {result.scenario.id}: {status}{tail}"
 
 
-def print_progress(
-    done: int, total: int, result: ScenarioResult, stream: TextIO = sys.stderr
-) -> None:
-    """Write :func:`progress_line` to ``stream`` and flush."""
-    print(progress_line(done, total, result), file=stream, flush=True)
+def _speedups(result: ScenarioResult) -> str:
+    names = [name for name in result.times if name != "candidate"]
+    return ", ".join(f"{name} {result.speedup(name):.3f}x" for name in names)
+
+
+@dataclass
+class ProgressPrinter:
+    """Prints each scenario's progress once, then only what is new about it.
+
+    The harness reports a scenario when the candidate's side is judged and again when its
+    upstreams are timed (and when a later check fails it); the second report adds the
+    speedups or the failure, never the whole line again.
+    """
+
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    said: dict[str, str] = field(default_factory=dict)
+
+    def __call__(self, done: int, total: int, result: ScenarioResult) -> None:
+        """Print what ``result`` adds to what was said about its scenario (nothing: no line)."""
+        key = result.scenario.id
+        before = self.said.get(key)
+        status = "ok" if result.correct else "FAIL"
+        if before != status:  # first news of it, or a later check failed it
+            line = progress_line(done, total, result)
+        elif result.correct and _speedups(result):
+            line = f"[{done}/{total}] {key}: {_speedups(result)} (upstreams timed)"
+        else:
+            return
+        self.said[key] = status
+        print(line, file=self.stream, flush=True)
 
 
 def _phase_line(timing: dict[str, float]) -> list[str]:
@@ -69,7 +96,7 @@ def render(verdict: Verdict) -> str:
     lines += _table(verdict.results, ups, with_latency)
     lines += legend(ups, with_latency=with_latency, gpu=verdict.target != "cpu_attention")
     lines.append(summary(verdict))
-    lines += _timing_lines(verdict.timing)
+    lines += _timing_lines(verdict.timing, verdict.lock)
     lines += protections_line(verdict.protections)
     lines += _failure_lines(verdict.results)
     lines += notes(verdict.results) + [f"note: {flag}" for flag in verdict.flags]
@@ -165,15 +192,18 @@ def protections_line(protections: Mapping[str, Any] | None) -> list[str]:
     return [f"sandbox: seccomp {protections.get('seccomp', 'unknown')} | " + ", ".join(extra)]
 
 
-def _timing_lines(t: dict[str, float]) -> list[str]:
+def _timing_lines(t: dict[str, float], lock: LockRecord | None) -> list[str]:
+    """Where the wall time went; waiting for another run's device lock is its own term."""
     if not t:
         return []
-    inside = t["candidate_calls_s"] + t["upstream_calls_s"]
+    waited = lock.waited_s if lock else 0.0
+    known = t["build_s"] + t["candidate_calls_s"] + t["upstream_calls_s"] + t["reference_s"]
+    wait = f" + waiting for the device lock {waited:.1f} s" if waited >= 0.05 else ""
     line = (
         f"time: wall {t['wall_s']:.1f} s = build {t['build_s']:.1f} s + candidate calls "
         f"{t['candidate_calls_s']:.1f} s + upstream calls {t['upstream_calls_s']:.1f} s + "
-        f"reference checks {t['reference_s']:.1f} s + other "
-        f"{t['wall_s'] - t['build_s'] - inside - t['reference_s']:.1f} s"
+        f"reference checks {t['reference_s']:.1f} s{wait} + other "
+        f"{t['wall_s'] - known - waited:.1f} s"
     )
     return [line, *_phase_line(t)]
 
@@ -197,11 +227,12 @@ _POLLUTED = re.compile(r"^(\d+) timed call\(s\) of (\S+) discarded")
 
 def notes(results: list[ScenarioResult]) -> list[str]:
     """The scenarios' notes, grouped by kind and each kind explained once."""
-    slow, rse, polluted, other = [], 0.0, 0, []
+    slow: dict[str, None] = {}  # each scenario once (the candidate's and upstreams' timing)
+    rse, polluted, other = 0.0, 0, []
     for r in results:
         for flag in r.flags:
             if m := _NOT_CONVERGED.match(flag):
-                slow.append(r.scenario.id)
+                slow[r.scenario.id] = None
                 rse = max(rse, float(m.group(1)))
             elif m := _POLLUTED.match(flag):
                 polluted += int(m.group(1))
@@ -212,7 +243,7 @@ def notes(results: list[ScenarioResult]) -> list[str]:
         lines.append(
             f"note: timing did not converge on {len(slow)} scenario(s) even after a re-time "
             f"(rse up to {rse:.1f}%): their times are less precise, not wrong "
-            f"({_ids(slow)})"
+            f"({_ids(list(slow))})"
         )
     if polluted:
         lines.append(

@@ -17,6 +17,7 @@ from evals.harness import baseline_prebuild, footprint, provenance, trace
 from evals.harness.build import BuildResult, build
 from evals.harness.cache_dir import default_cache_dir
 from evals.harness.device_lock import device_lock
+from evals.harness.environment import environment_fault
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
 from evals.harness.judge import PHASES, Session, Tally
@@ -30,7 +31,7 @@ from evals.harness.worker_client import WorkerClient, WorkerFailure
 
 Command = Literal["check", "bench", "score"]
 Notify = Callable[[str], None]
-NOT_THE_CANDIDATE = frozenset({Code.DEVICE_BUSY, Code.HARNESS_ERROR})
+NOT_THE_CANDIDATE = frozenset({Code.DEVICE_BUSY, Code.HARNESS_ERROR, Code.ENVIRONMENT})
 """Run-wide failures that are not the candidate's doing (a busy device, a broken build
 environment): the verdict's status is ``error`` (exit 2), not ``failed``."""
 
@@ -126,6 +127,9 @@ def evaluate(
         target, suite = _setup(settings, verdict)
     except HarnessInputError as exc:
         verdict.failure = exc.failure
+        return verdict
+    verdict.failure = environment_fault(target, building=settings.kernel is not None)
+    if verdict.failure is not None:
         return verdict
     verdict.upstreams = {u.name: u.version() for u in target.upstreams}
     verdict.provenance = provenance.collect(target, verdict.upstreams)
