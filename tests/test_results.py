@@ -81,8 +81,9 @@ def test_success_rate_and_conditional_geomean_follow_the_definitions(runs_dir):
     assert s.geomean == pytest.approx(math.exp(sum(map(math.log, ok)) / 3))
     # the failed run is not averaged in as 0
     assert s.geomean > sum(start["speedup"]) / 4
-    lo, hi = s.geomean_ci
+    lo, hi = s.geomean_ci.bounds
     assert len(set(ok)) > 1 and lo < s.geomean < hi  # epochs differ: the interval has width
+    assert s.geomean_ci.method == "t" and s.excluded == 0 and set(start["outcome"]) == {"scored"}
 
 
 def test_permutation_test_detects_the_planted_difference_not_a_null_one(runs_dir):
@@ -93,15 +94,16 @@ def test_permutation_test_detects_the_planted_difference_not_a_null_one(runs_dir
     planted, _, null = compare([fast, start, twin])
     assert (planted.a, planted.b, null.a, null.b) == ("replay:fast", "replay:start",
                                                       "replay:start", "twin")
-    assert planted.ratio > 1.5 and planted.ratio_ci[0] > 1
+    assert planted.ratio > 1.5 and planted.ratio_ci.bounds[0] > 1
     # 3 successful runs against 3: complete separation is the smallest exact two-sided p
-    assert planted.p_value == pytest.approx(2 / 20)
+    assert planted.p_value == pytest.approx(2 / 20) and planted.min_p == pytest.approx(2 / 20)
     assert null.p_value == 1.0 and null.ratio == pytest.approx(1.0)
 
 
 def test_leaderboard_reports_each_part_separately(runs_dir):
     text = (runs_dir / "leaderboard" / "README.md").read_text()
-    for part in ("95% Wilson", "95% BCa", "fast_1.0", "p (Holm)", "epochs needed",
+    for part in ("95% Wilson", "95% interval", "] t |", "Welch t", "fast_1.0", "p (Holm)",
+                 "smallest p", "epochs needed", "absolute difference", "left out",
                  "1.13x vs 0.5x", "Reference figures", "replay:fast", "replay:start"):
         assert part in text, part
     assert list((runs_dir / "leaderboard").glob("*__speedup.png"))
