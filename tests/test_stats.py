@@ -1,8 +1,7 @@
-"""The statistics behind the metrics and the leaderboard (pure numpy, no Inspect)."""
+"""The statistics behind the metrics and the leaderboard (numpy, scipy, statsmodels)."""
 
 import math
 
-import numpy as np
 import pytest
 
 from evals.stats import (
@@ -11,10 +10,13 @@ from evals.stats import (
     geomean,
     geomean_ci,
     holm,
+    holm_floor,
+    min_p,
     permutation_floor,
     permutation_test,
     pooled_sd_log,
     ratio_ci,
+    sd_interval,
     successes,
     wilson,
 )
@@ -27,7 +29,8 @@ def test_success_rate_and_conditional_geomean_are_separate():
     assert geomean(successes(RUNS)) == pytest.approx((1.2 * 1.5 * 0.9 * 2.0) ** 0.25)
     assert fast_p(RUNS, 1.0) == pytest.approx(3 / 5) and fast_p(RUNS, 1.1) == pytest.approx(3 / 5)
     assert fast_p([1.05, 1.2, 0], 1.1) == pytest.approx(1 / 3)
-    assert geomean([0, 0]) is None and geomean_ci([0, 0]) is None
+    assert fast_p([1.1, 1.1], 1.1) == 0  # strictly greater
+    assert geomean([0, 0]) is None
 
 
 def test_wilson_interval_matches_the_formula_and_stays_inside_0_1():
@@ -35,43 +38,44 @@ def test_wilson_interval_matches_the_formula_and_stays_inside_0_1():
     assert lo == pytest.approx(0.3755, abs=1e-4) and hi == pytest.approx(0.9638, abs=1e-4)
     assert wilson(0, 5)[0] == 0 and 0 < wilson(0, 5)[1] < 0.5
     assert wilson(5, 5)[1] == 1 and wilson(5, 5)[0] > 0.5
+    assert wilson(0, 0) == (0.0, 1.0)
 
 
-def test_bca_interval_has_width_when_epochs_differ_and_covers_the_estimate():
-    lo, hi = geomean_ci(RUNS)
-    g = geomean(successes(RUNS))
-    assert lo < g < hi and hi - lo > 0.1
-    assert geomean_ci([1.3, 1.3, 1.3]) == pytest.approx((1.3, 1.3))
+def test_geomean_interval_is_a_t_interval_on_logs_or_a_dash_with_the_reason():
+    # the committed leaderboard's two runs: the t interval, not the sample range
+    ci = geomean_ci([0.9770, 0.9905])
+    assert ci.method == "t" and ci.bounds[0] < 0.95 and ci.bounds[1] > 1.03
+    lo, hi = geomean_ci(RUNS).bounds
+    assert lo < geomean(successes(RUNS)) < hi
+    for few in ([1.3], [0, 0], []):
+        assert geomean_ci(few).bounds is None and "fewer than 2" in geomean_ci(few).reason
+    assert geomean_ci([1.3, 1.3, 1.3]).bounds is None
+    assert "same speedup" in geomean_ci([1.3, 1.3, 1.3]).reason
+    assert geomean_ci([math.exp(0.1 * i) for i in range(60)]).method == "BCa bootstrap"
 
 
-def test_bca_covers_better_than_nominal_failure_at_n5():
-    # lognormal speedups: the 95% interval of the geomean should cover the true value in most
-    # of 200 simulated studies of 5 epochs (a loose bound that a broken interval fails)
-    rng = np.random.default_rng(1)
-    truth, hits = 1.2, 0
-    for _ in range(200):
-        sample = list(np.exp(rng.normal(math.log(truth), 0.3, 5)))
-        lo, hi = geomean_ci(sample, seed=int(rng.integers(1 << 30)))
-        hits += lo <= truth <= hi
-    assert hits >= 160
+def test_permutation_test_rule_and_its_floors():
+    assert permutation_test([2, 2.1, 2.2], [1, 1.1, 1.2]) == pytest.approx(0.1)  # 2 / 20
+    # unequal arms, complete separation: the |difference| rule gives 1/56 (scipy's default
+    # doubled one-sided p would be 2/56)
+    assert permutation_test([5, 6, 7, 8, 9], [1, 2, 3]) == pytest.approx(1 / 56)
+    assert min_p(5, 3) == pytest.approx(1 / 56) and min_p(3, 3) == pytest.approx(0.1)
+    assert permutation_test([1.0, 1.1], [1.0, 1.1]) == 1.0
+    assert permutation_floor(0.05) == 4 and permutation_floor(0.1) == 3
+    assert permutation_floor(0.05 / 3) == 5  # 4 per arm: 3 x 2/70 = 0.086 > 0.05
 
 
-def test_permutation_test_detects_a_planted_difference_and_not_a_null_one():
-    rng = np.random.default_rng(2)
-    a = list(np.exp(rng.normal(math.log(1.5), 0.1, 8)))
-    b = list(np.exp(rng.normal(math.log(1.0), 0.1, 8)))
-    null = list(np.exp(rng.normal(math.log(1.5), 0.1, 8)))
-    assert permutation_test(a, b) < 0.01
-    assert permutation_test(a, null) > 0.05
-    # 3 runs against 3: the exact test cannot go below 2/20
-    assert permutation_test([2, 2.1, 2.2], [1, 1.1, 1.2]) == pytest.approx(0.1)
-
-
-def test_ratio_ci_holm_and_power():
-    ratio, lo, hi = ratio_ci([2, 2.1, 2.2, 1.9], [1, 1.1, 1.2, 0.9])
-    assert lo < ratio < hi and lo > 1.5
+def test_ratio_ci_holm_spread_and_power():
+    ratio, ci = ratio_ci([2, 2.1, 2.2, 1.9], [1, 1.1, 1.2, 0.9])
+    assert ci.method == "Welch t" and ci.bounds[0] < ratio < ci.bounds[1] and ci.bounds[0] > 1.5
+    assert ratio_ci([2.0], [1.0, 1.1])[1].bounds is None
+    assert ratio_ci([2.0, 2.0], [1.0, 1.0])[1].bounds is None
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm_floor([2 / 70] * 3, 0) == pytest.approx(6 / 70)
+    sd, dof = pooled_sd_log([[1.0, 1.2], [2.0, 2.5, 2.2]])
+    assert dof == 3 and sd > 0 and math.isnan(pooled_sd_log([[1.0]])[0])
+    lo, hi = sd_interval(0.3, 2)
+    assert lo < 0.3 < hi and hi > 1.5  # two degrees of freedom say little about the spread
     assert epochs_needed(1.0, 0.3) is None
     assert epochs_needed(1.1, 0.3) > epochs_needed(1.5, 0.3) >= 4
-    assert permutation_floor(0.05) == 4 and permutation_floor(0.1) == 3
-    assert math.isnan(pooled_sd_log([[1.0]]))
+    assert epochs_needed(3.0, 0.01, comparisons=3) == 5

@@ -119,7 +119,7 @@ def kernel_speedup() -> Scorer:
     """Score the final kernel with the harness's ``score`` (score suite, secret seed).
 
     Metrics see every epoch (see :mod:`evals.bench.metrics`): success rate with a Wilson
-    interval, the geomean speedup over successful runs with a BCa interval, fast_1.0/fast_1.1.
+    interval, the geomean speedup over successful runs with a t interval, fast_1.0/fast_1.1.
     The metadata records the budgets spent (``budget``) and the processes stopped.
     """
 

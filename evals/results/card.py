@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+# Bumped when the columns or their meaning change; 2 added outcome / outcome_reason (runs that
+# failed for the harness's or the environment's reasons are marked, and left out by the
+# leaderboard).
+DATASET_VERSION = 2
 COLUMNS = {
     "kind": "`measured` (this file) or `reference` (reference.parquet: reported elsewhere)",
     "task, task_version, target": "Inspect task, its version (bumped when scores could move)",
@@ -12,6 +16,10 @@ COLUMNS = {
     "task_args": "task arguments as passed (JSON)",
     "model": "agent model",
     "sample_id, epoch, seed": "sample, epoch (1..n) and run seed (`seed_offset` + epoch)",
+    "outcome, outcome_reason": "`scored`, or `harness_error` when the harness or the "
+    "environment failed (the sample errored, recorded no score, or its verdict failed with "
+    "`harness_error` / `device_busy`), with the reason; the leaderboard leaves those out, "
+    "counted",
     "success": "1 when every scenario of the score suite is correct, else 0",
     "speedup": "geomean speedup vs `upstream` over the scenarios it ran; 0 unless success",
     "speedup_vs_fastest": "geomean vs the fastest upstream per scenario; 0 unless success",
@@ -41,8 +49,10 @@ def _provenance(runs: Any) -> list[str]:
         found = sorted({str(v) for v in runs[col].dropna()})
         return ", ".join(found) or "-"
 
+    errors = int((runs["outcome"] == "harness_error").sum()) if "outcome" in runs else 0
     return [
-        f"- rows: {len(runs)} ({runs['log_path'].nunique()} logs)",
+        f"- dataset version: {DATASET_VERSION}",
+        f"- rows: {len(runs)} ({runs['log_path'].nunique()} logs; {errors} harness errors)",
         f"- tasks: {values('task')}; task versions: {values('task_version')}",
         f"- arms: {values('arm')}; models: {values('model')}",
         f"- devices: {values('device')}; harness versions: {values('harness_version')}",

@@ -38,10 +38,28 @@ def build(logs: list[Path], out: Path, *, note: str | None = None) -> int:
     return len(runs)
 
 
+def with_outcome(runs: Any) -> Any:
+    """Add ``outcome`` / ``outcome_reason`` to rows built before dataset version 2.
+
+    Such rows only say whether the sample errored (``sample_error``) and was scored
+    (``scored``): either failing is the harness's fault, as :func:`evals.results.rows.outcome`.
+    """
+    if "outcome" in runs:
+        return runs
+    runs = runs.copy()
+    bad = runs["sample_error"].notna() | ~runs["scored"].fillna(False).astype(bool)
+    runs["outcome"] = ["harness_error" if b else "scored" for b in bad]
+    runs["outcome_reason"] = [
+        (err if isinstance(err, str) else "no score recorded") if b else None
+        for b, err in zip(bad, runs["sample_error"], strict=True)
+    ]
+    return runs
+
+
 def load(folder: Path) -> tuple[Any, Any]:
     """The measured and the reference table of a dataset folder (pandas DataFrames)."""
     import pandas as pd
 
     reference = folder / REFERENCE_FILE
     ref = pd.read_parquet(reference) if reference.exists() else pd.DataFrame()
-    return pd.read_parquet(folder / RUNS_FILE), ref
+    return with_outcome(pd.read_parquet(folder / RUNS_FILE)), ref

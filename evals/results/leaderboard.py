@@ -8,32 +8,69 @@ from typing import Any
 
 from evals.results.dataset import load
 from evals.results.plots import category_heatmap, speedup_plot
-from evals.results.summary import STUDY_RATIO, ArmSummary, compare, study_epochs, summarise_arm
-from evals.stats import epochs_needed
+from evals.results.summary import (
+    STUDY_RATIO,
+    ArmSummary,
+    compare,
+    pairs,
+    spread,
+    study_epochs,
+    summarise_arm,
+)
+from evals.stats import BOOTSTRAP_MIN_RUNS, Interval, epochs_needed
 
 EFFECTS = (1.05, 1.1, 1.25, 1.5, 2.0, STUDY_RATIO)
+
+
+PERMUTATION_RULE = (
+    "p: exact two-sided permutation test on log speedups (every split of the pooled successful "
+    "runs into groups of the two arms' sizes; p is the share whose absolute difference of mean "
+    "logs is at least the observed one; Monte Carlo above 20000 splits). With unequal arms this "
+    "|difference| rule can be half scipy's default two-sided p (twice the smaller one-sided p)."
+)
+INTERVALS = (
+    "Intervals (95%): Wilson for the success rate; for the geomean a Student t interval on the "
+    "log speedups of successful runs (from 2 runs; a BCa bootstrap from "
+    f"{BOOTSTRAP_MIN_RUNS}), for a ratio "
+    "Welch's t on the difference of mean logs; a dash and the reason where there is none "
+    "(fewer than 2 successful runs, or every run alike)."
+)
 
 
 def _x(v: float | None, digits: int = 3) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
 
 
-def _ci(ci: tuple[float, float] | None, digits: int = 3) -> str:
+def _pair(ci: tuple[float, float] | None, digits: int = 3) -> str:
     return "-" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def _ci(ci: Interval | None) -> str:
+    if ci is None:
+        return "-"
+    if ci.bounds is None:
+        return f"- ({ci.reason})"
+    return f"{_pair(ci.bounds)} {ci.method}"
 
 
 def _arm_table(arms: list[ArmSummary]) -> list[str]:
     lines = [
-        "| arm | runs | success | 95% Wilson | geomean speedup (successes) | 95% BCa | "
-        "fast_1.0 | fast_1.1 | upstream coverage |",
-        "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: |",
+        "| arm | runs | left out (harness error) | success | 95% Wilson | "
+        "geomean speedup (successes) | 95% interval | fast_1.0 | fast_1.1 | upstream coverage |",
+        "| --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: |",
     ]
     for a in arms:
         lines.append(
-            f"| {a.arm} | {a.runs} | {a.successes}/{a.runs} | {_ci(a.success_ci, 2)} | "
-            f"{_x(a.geomean)} | {_ci(a.geomean_ci)} | {a.fast_1_0:.2f} | {a.fast_1_1:.2f} | "
-            f"{_x(a.coverage, 2)} |"
+            f"| {a.arm} | {a.runs} | {a.excluded} | {a.successes}/{a.runs} | "
+            f"{_pair(a.success_ci, 2)} | {_x(a.geomean)} | {_ci(a.geomean_ci)} | "
+            f"{a.fast_1_0:.2f} | {a.fast_1_1:.2f} | {_x(a.coverage, 2)} |"
         )
+    excluded = sum(a.excluded for a in arms)
+    lines += [
+        "",
+        f"Runs left out: {excluded} (a harness or environment fault, not the agent's; "
+        "`outcome = harness_error` in the dataset, counted per arm above).",
+    ]
     return lines
 
 
@@ -54,38 +91,54 @@ def _comparison_table(arms: list[ArmSummary]) -> list[str]:
         return []
     lines = [
         "",
-        "Pairwise (successful runs): ratio of geomeans a/b with a 95% BCa interval, exact "
-        "two-sided permutation test on log speedups, Holm-adjusted over the pairs, and the "
-        "epochs per arm a z-test would need to detect the observed ratio (alpha 0.05, power 0.8).",
+        "Pairwise (successful runs): ratio of geomeans a/b with its 95% interval; "
+        f"{PERMUTATION_RULE} "
+        f"Holm-adjusted over the {len(rows)} pair(s). Smallest p: the least p the exact test can "
+        "give at these arm sizes (raw / Holm-adjusted); a p-value cannot go below it whatever "
+        "the gap. Epochs needed: runs per arm at which the simulated power of this same test "
+        "(Holm factor included) reaches 0.8 for the observed ratio at the pooled spread.",
         "",
-        "| a | b | ratio a/b | 95% BCa | p | p (Holm) | epochs needed (z) |",
-        "| --- | --- | ---: | --- | ---: | ---: | ---: |",
+        "| a | b | ratio a/b | 95% interval | p | p (Holm) | smallest p (raw / Holm) | "
+        "epochs needed |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for c in rows:
         lines.append(
             f"| {c.a} | {c.b} | {_x(c.ratio)} | {_ci(c.ratio_ci)} | {_x(c.p_value)} | "
-            f"{_x(c.p_holm)} | {c.epochs_needed or '-'} |"
+            f"{_x(c.p_holm)} | {c.min_p:.3f} / {c.min_p_holm:.3f} | {c.epochs_needed or '-'} |"
         )
     return lines
 
 
 def _power_table(arms: list[ArmSummary]) -> list[str]:
-    sd, study = study_epochs(arms)
-    if not math.isfinite(sd):
+    found, m = spread(arms), max(1, pairs(arms))
+    if not math.isfinite(found.sd):
         return ["", "Power: needs at least one arm with two successful runs."]
-    cells = " | ".join(str(epochs_needed(r, sd) or "-") for r in EFFECTS)
+    sds = [("at the pooled sd", found.sd)]
+    if found.interval:
+        sds.append(("at the sd's upper 95% bound", found.interval[1]))
     heads = " | ".join(f"{r:.2f}x" for r in EFFECTS)
+    rows = [
+        f"| epochs per arm {label} ({sd:.3f}) | "
+        + " | ".join(str(epochs_needed(r, sd, comparisons=m) or "-") for r in EFFECTS)
+        + " |"
+        for label, sd in sds
+    ]
+    study = study_epochs(arms)
     return [
         "",
-        f"Power: epochs per arm to tell two arms apart (two-sided, alpha 0.05, power 0.8) at the "
-        f"observed spread of log speedups of successful runs (pooled sd {sd:.3f}), never fewer "
-        "than the exact permutation test needs to reach 0.05 (4 per arm). The last column is "
-        f"the KERNELSEEK study's reported gap, 1.13x vs 0.5x: {study} epochs per arm at this "
-        "spread (the study ran one of each).",
+        f"Power: epochs per arm (equal arms) at which the exact two-sided permutation test above "
+        f"reaches power 0.8 at alpha 0.05 / {m} (Holm's first step over the {m} pair(s) here), "
+        "by simulation (normal log speedups, 2000 data sets; the t-test's size above 40 per "
+        "arm). The spread is itself uncertain: pooled sd of log speedups of successful runs "
+        f"{found.sd:.3f} on {found.dof} degree(s) of freedom, 95% interval "
+        f"{_pair(found.interval)}; the second row sizes for its upper end. The last column is "
+        f"the KERNELSEEK study's reported gap, 1.13x vs 0.5x: {study or '-'} epochs per arm at "
+        "the pooled sd (the study ran one of each).",
         "",
         f"| ratio of geomeans | {heads} |",
         "| --- |" + " ---: |" * len(EFFECTS),
-        f"| epochs per arm | {cells} |",
+        *rows,
     ]
 
 
@@ -129,7 +182,10 @@ def render(dataset: Path, out: Path, *, note: str | None = None) -> Path:
         "",
         f"Rendered from `{dataset}` by `python -m evals.results leaderboard`; do not edit by "
         "hand. Success (every scenario correct) and speed are reported separately: the "
-        "geomean speedup is over successful runs only.",
+        "geomean speedup is over successful runs only. Runs that failed for the harness's or "
+        "the environment's reasons are left out of every statistic and counted.",
+        "",
+        INTERVALS,
         "",
     ]
     if note:

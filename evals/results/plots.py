@@ -20,13 +20,13 @@ def _pyplot() -> Any:
 
 
 def speedup_plot(arms: list[ArmSummary], path: Path, *, title: str) -> None:
-    """Per arm: each successful run's speedup (dots), the geomean and its 95% BCa interval."""
+    """Per arm: each successful run's speedup (dots), the geomean and its 95% interval."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(arms), 3.6))
     for i, a in enumerate(arms):
         ax.scatter([i] * len(a.speedups), a.speedups, s=18, alpha=0.6, color="tab:blue")
-        if a.geomean is not None and a.geomean_ci is not None:
-            lo, hi = a.geomean_ci
+        if a.geomean is not None and a.geomean_ci.bounds is not None:
+            lo, hi = a.geomean_ci.bounds
             ax.errorbar(
                 [i + 0.15],
                 [a.geomean],

@@ -16,8 +16,13 @@ from typing import Any
 
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 
+from evals.harness.failures import Code
+
 SCORER = "kernel_speedup"
 SCORE_FIELDS = ("success", "speedup", "speedup_vs_fastest", "passed", "coverage")
+# verdict failure codes that are the harness's or the environment's fault, not the candidate's
+# (evals.harness.runner.NOT_THE_CANDIDATE, not imported: the runner pulls in torch)
+HARNESS_FAULTS = frozenset({Code.HARNESS_ERROR.value, Code.DEVICE_BUSY.value})
 
 
 def _info(sample: EvalSample, key: str) -> list[Any]:
@@ -102,6 +107,27 @@ def _score(sample: EvalSample) -> dict[str, Any]:
     return row
 
 
+def outcome(sample: EvalSample) -> dict[str, Any]:
+    """``outcome`` (``scored`` or ``harness_error``) and ``outcome_reason`` of one sample.
+
+    A harness or environment fault is not the agent's: the sample errored (Inspect's
+    ``error``), recorded no score, or its verdict failed with a harness failure code.
+    """
+    if sample.error:
+        reason = sample.error.message.strip().splitlines() or ["sample error"]
+        return {"outcome": "harness_error", "outcome_reason": reason[0]}
+    score = (sample.scores or {}).get(SCORER)
+    if score is None:
+        return {"outcome": "harness_error", "outcome_reason": f"no {SCORER} score recorded"}
+    failure = (score.metadata or {}).get("failure") or {}
+    if isinstance(failure, dict) and failure.get("code") in HARNESS_FAULTS:
+        return {
+            "outcome": "harness_error",
+            "outcome_reason": f"{failure['code']}: {failure.get('reason', '')}".strip(),
+        }
+    return {"outcome": "scored", "outcome_reason": None}
+
+
 def sample_row(log: EvalLog, sample: EvalSample) -> dict[str, Any]:
     """The dataset row of one sample (one epoch) of one log."""
     arm, arm_settings = _arm(log, sample)
@@ -123,6 +149,7 @@ def sample_row(log: EvalLog, sample: EvalSample) -> dict[str, Any]:
         "created": log.eval.created,
         "log_status": log.status,
         "sample_error": sample.error.message.splitlines()[0] if sample.error else None,
+        **outcome(sample),
         **_score(sample),
         **_questions(sample),
         **_usage(sample),

@@ -1,4 +1,8 @@
-"""Per-arm summaries and pairwise comparisons computed from the dataset's measured rows."""
+"""Per-arm summaries and pairwise comparisons computed from the dataset's measured rows.
+
+Runs whose ``outcome`` is ``harness_error`` (the harness or the environment failed, not the
+agent) are left out of every statistic and counted apart (``ArmSummary.excluded``).
+"""
 
 from __future__ import annotations
 
@@ -8,31 +12,42 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals.stats import (
+    Interval,
     epochs_needed,
     fast_p,
     geomean,
     geomean_ci,
     holm,
+    holm_floor,
+    min_p,
     permutation_test,
     pooled_sd_log,
     ratio_ci,
+    sd_interval,
     successes,
     wilson,
 )
 
 STUDY_RATIO = 1.13 / 0.5  # the KERNELSEEK study's reported gap (n = 1 each)
+SCORED = "scored"
+HARNESS_ERROR = "harness_error"
 
 
 @dataclass(frozen=True)
 class ArmSummary:
-    """One arm on one task and model: success and speed, reported separately."""
+    """One arm on one task and model: success and speed, reported separately.
+
+    ``runs`` counts the runs kept (outcome ``scored``); ``excluded`` the harness errors left
+    out. Speedups are ratios (upstream time over candidate time).
+    """
 
     arm: str
     runs: int
+    excluded: int
     successes: int
     success_ci: tuple[float, float]
     geomean: float | None
-    geomean_ci: tuple[float, float] | None
+    geomean_ci: Interval
     fast_1_0: float
     fast_1_1: float
     coverage: float | None
@@ -42,25 +57,51 @@ class ArmSummary:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Arm ``a`` against arm ``b`` on successful runs."""
+    """Arm ``a`` against arm ``b`` on successful runs.
+
+    ``min_p`` is the smallest p the exact test can give at these arm sizes, ``min_p_holm``
+    the smallest Holm-adjusted p over the table's pairs; ``epochs_needed`` per arm sizes the
+    same test (Holm factor included) for the observed ratio at the pooled spread.
+    """
 
     a: str
     b: str
     ratio: float | None
-    ratio_ci: tuple[float, float] | None
+    ratio_ci: Interval | None
     p_value: float | None
     p_holm: float | None
+    min_p: float
+    min_p_holm: float
     epochs_needed: int | None
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Pooled sd of log speedups of successful runs, its degrees of freedom and 95% interval."""
+
+    sd: float
+    dof: int
+    interval: tuple[float, float] | None
+
+
+def kept(runs: Any) -> tuple[Any, int]:
+    """The rows that count (outcome ``scored``) and how many harness errors were left out."""
+    if "outcome" not in runs:
+        return runs, 0
+    bad = runs["outcome"] == HARNESS_ERROR
+    return runs[~bad], int(bad.sum())
 
 
 def summarise_arm(arm: str, runs: Any) -> ArmSummary:
     """Summary of one arm's runs (a DataFrame slice of measured rows)."""
+    runs, excluded = kept(runs)
     speeds = [float(v) if v == v else 0.0 for v in runs["speedup"].fillna(0.0)]
     ok = runs[runs["success"] == 1]
     cats = sorted(c for c in runs.columns if c.startswith("cat_"))
     return ArmSummary(
         arm=arm,
         runs=len(runs),
+        excluded=excluded,
         successes=len(ok),
         success_ci=wilson(len(ok), len(runs)),
         geomean=geomean(speeds),
@@ -73,37 +114,45 @@ def summarise_arm(arm: str, runs: Any) -> ArmSummary:
     )
 
 
+def pairs(arms: list[ArmSummary]) -> int:
+    """The number of pairwise comparisons among the arms (the Holm factor's m)."""
+    return math.comb(len(arms), 2)
+
+
+def spread(arms: list[ArmSummary]) -> Spread:
+    """The pooled spread of log speedups over the arms, with its own 95% interval."""
+    sd, dof = pooled_sd_log([a.speedups for a in arms])
+    return Spread(sd, dof, sd_interval(sd, dof))
+
+
 def compare(arms: list[ArmSummary]) -> list[Comparison]:
-    """Every pair of arms: ratio of geomeans (BCa CI), permutation p, Holm-adjusted p."""
-    pairs = list(itertools.combinations(arms, 2))
-    sd = pooled_sd_log([a.speedups for a in arms])
-    raw: list[tuple[ArmSummary, ArmSummary, Any, float | None]] = []
-    for a, b in pairs:
-        if a.speedups and b.speedups:
-            raw.append(
-                (a, b, ratio_ci(a.speedups, b.speedups), permutation_test(a.speedups, b.speedups))
-            )
-        else:
-            raw.append((a, b, None, None))
-    tested = [p for *_, p in raw if p is not None]
-    adjusted = iter(holm(tested))
-    out = []
-    for a, b, rc, p in raw:
-        out.append(
-            Comparison(
-                a=a.arm,
-                b=b.arm,
-                ratio=rc[0] if rc else None,
-                ratio_ci=(rc[1], rc[2]) if rc else None,
-                p_value=p,
-                p_holm=next(adjusted) if p is not None else None,
-                epochs_needed=epochs_needed(rc[0], sd) if rc else None,
-            )
+    """Every pair of arms: ratio of geomeans (interval), permutation p, Holm-adjusted p."""
+    m, sd = pairs(arms), spread(arms).sd
+    found = [
+        (a, b, ratio_ci(a.speedups, b.speedups), permutation_test(a.speedups, b.speedups))
+        if a.speedups and b.speedups
+        else (a, b, None, None)
+        for a, b in itertools.combinations(arms, 2)
+    ]
+    adjusted = iter(holm([p for *_, p in found if p is not None]))
+    floors = [min_p(len(a.speedups), len(b.speedups)) for a, b, *_ in found]
+    return [
+        Comparison(
+            a=a.arm,
+            b=b.arm,
+            ratio=rc[0] if rc else None,
+            ratio_ci=rc[1] if rc else None,
+            p_value=p,
+            p_holm=next(adjusted) if p is not None else None,
+            min_p=floors[i],
+            min_p_holm=holm_floor(floors, i),
+            epochs_needed=epochs_needed(rc[0], sd, comparisons=m) if rc else None,
         )
-    return out
+        for i, (a, b, rc, p) in enumerate(found)
+    ]
 
 
-def study_epochs(arms: list[ArmSummary]) -> tuple[float, int | None]:
-    """The observed pooled log-speedup spread and the epochs the study's 1.13x/0.5x gap needs."""
-    sd = pooled_sd_log([a.speedups for a in arms])
-    return sd, epochs_needed(STUDY_RATIO, sd) if math.isfinite(sd) else None
+def study_epochs(arms: list[ArmSummary]) -> int | None:
+    """Epochs per arm the study's 1.13x vs 0.5x gap needs at the observed spread (m pairs)."""
+    sd = spread(arms).sd
+    return epochs_needed(STUDY_RATIO, sd, comparisons=max(1, pairs(arms)))
