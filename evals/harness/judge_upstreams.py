@@ -298,6 +298,7 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
             return failure
         again = side.times["candidate"].median_us
         up = side.times[fastest].median_us if fastest in side.times else best
+        before = {"candidate": first, fastest: best}
         best = min(best, up)
         alone = retime.slowed_alone(
             first_us=first,
@@ -319,7 +320,7 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
             retime.Retime(
                 "strict re-run",
                 "both",
-                {"candidate": first, fastest: best},
+                before,
                 {"candidate": again, fastest: up},
                 "none: the candidate slowed alone",
             ).to_json()
