@@ -249,3 +249,33 @@ def test_class4_a_plain_kernel_gains_nothing_from_an_upstream_outlier(monkeypatc
     doc = json.loads(json.dumps(verdict.to_json()))
     scen = next(s for s in doc["scenarios"] if s["id"] == seen["inflated"])
     assert scen["timing"]["retimes"][0]["before_us"]["sdpa"] >= 100.0 * seen["true_us"] * 0.99
+
+
+def test_the_upstream_phase_retimes_an_outlier_before_any_note_of_suspicion(monkeypatch):
+    # four scenarios; the first upstream round of s2 comes back 100x slow, every call alike:
+    # over 1.5x, so the strict re-run times it side by side; the lower speedup counts and no
+    # "suspicious" note is left behind
+    events = _Events()
+    cand = {f"s{i}": 1000.0 for i in range(4)}
+    ups = {"s0": [50.0], "s1": [48.0], "s2": [5500.0, 55.0], "s3": [52.0]}
+    session = _fake_workers(monkeypatch, events, cand, ups)
+    monkeypatch.setattr(judge_module, "_host_issue", lambda *a: None)
+    results = [_result(f"s{i}", 1000.0, 0.0) for i in range(4)]
+    for r in results:
+        del r.times["sdpa"]
+    lines = []
+    up_module.time_all_upstreams(session, results, lambda i, n, r: lines.append(r.scenario.id))
+    assert all(r.correct for r in results)
+    assert results[2].speedup("sdpa") == pytest.approx(0.055)
+    assert results[2].timing["retimes"][0]["why"] == "strict re-run"
+    assert not any("suspicious" in f for r in results for f in r.flags)
+    # every upstream round follows a kill of the candidate's process, none beside one
+    alive = False
+    for e in events.log:
+        if e == "kill":
+            alive = False
+        elif e[0] == "candidate":
+            alive = True
+        else:
+            assert not alive
+    assert lines == ["s0", "s1", "s2", "s3"]
