@@ -46,17 +46,21 @@ def test_timer_forge_passes_every_static_check_and_patches_the_worker_clock(tmp_
 
 
 def test_timer_forge_is_rejected_when_the_parent_verifies_wall_batches(monkeypatch):
-    # before integrity III: accepted, 2.2x the same kernel's (fast.cpp's) geomean on smoke;
-    # now every back-to-back call must do work the parent verifies, so the skipped calls are
-    # caught. (Its largest scenario came within 3% of the old wall-clock bound: a
-    # TIMING_MISMATCH there would be a near miss of the old check, so it does not count.)
+    # before integrity III: accepted, 2.2x the same kernel's (fast.cpp's) geomean on smoke.
+    # Now every back-to-back call must do work the parent verifies (a skipped call fetched
+    # for checking: stale_result), and batches that did their work take the true time, which
+    # the forged third of it no longer explains (timing_mismatch): either way the wall-clock
+    # check rejects it
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     verdict = evaluate(
         RunSettings("bench", "cpu_attention", CHEATS / "timer_forge.cpp", suite="smoke")
     )
     failures = _failures(verdict)
     assert verdict.status == "failed" and failures
-    assert failures[0].code == Code.STALE_RESULT and "wall-clock" in failures[0].reason
+    first = failures[0]
+    assert (first.code == Code.STALE_RESULT and "wall-clock" in first.reason) or (
+        first.code == Code.TIMING_MISMATCH and "the parent's clock saw" in first.reason
+    ), first
 
 
 def test_wall_batch_skip_is_rejected_when_the_parent_verifies_wall_batches(monkeypatch):

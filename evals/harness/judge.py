@@ -1,7 +1,7 @@
 """Judging one scenario: verify on fresh inputs, then time the candidate.
 
 The upstreams are timed after every scenario, once the candidate's process is gone
-(:func:`evals.harness.judge_time.time_all_upstreams`).
+(:func:`evals.harness.judge_upstreams.time_all_upstreams`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from evals.harness.failures import Code, Failure
 from evals.harness.judge import Session, judge_scenario
-from evals.harness.judge_time import time_all_upstreams
+from evals.harness.judge_upstreams import time_all_upstreams
 from evals.harness.scenarios import Scenario
 from evals.harness.session import Progress
 from evals.harness.trace_judge import trace_all

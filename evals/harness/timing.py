@@ -50,8 +50,10 @@ class TimingSettings:
         spin_max_us: Longest spin; a call whose issue work outlasts it is timed polluted.
         spin_factor: The spin is this many times the implementation's issue time (plus
             ``spin_min_us``), measured in warm-up.
-        strict_tolerance: How much slower the candidate may time in the strict re-run of a
-            suspicious speedup (a fresh process) than it did first (0.25 = 25%).
+        strict_tolerance: How much more the candidate may slow down in the strict re-run of a
+            suspicious speedup (a fresh process, the upstreams timed right after it) than the
+            machine did, as the upstream's figures show it (0.25 = 25%; see
+            :func:`evals.harness.retime.slowed_alone`).
 
     """
 
