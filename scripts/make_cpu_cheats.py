@@ -149,6 +149,11 @@ def cached_copy(key: str) -> str:
     )
 
 
+def body(name: str) -> str:
+    """The body of ``attention_forward`` kept in ``cpu_cheats/<name>_body.cpp.txt``."""
+    return (DATA / f"{name}_body.cpp.txt").read_text().rstrip("\n")
+
+
 def cheat(name: str, hack: str, caught: str, body: str, includes: str = "") -> tuple[str, str]:
     """One cheat's file name and text; ``includes`` (or declarations) go after the common ones."""
     head = f"// Cheat: {hack}\n// Caught by: {caught}\n"
@@ -444,6 +449,56 @@ CHEATS = dict(
         ),
     ]
 )
+
+DRAWN = "the contract scenarios drawn from the run's seed"
+# integrity III: right on every fixed scenario of every suite, wrong on inputs the contract
+# allows (the drawn scenarios), or stale after k and v change in part (the probe's rewrite)
+CHEATS.update(
+    [
+        cheat(
+            "half_storage",
+            "keeps bf16 inputs in half precision (more mantissa bits: the same values for data "
+            "near 1), so values beyond half's range become Inf.",
+            f"{DRAWN}: bf16 values beyond half precision's range (NAN_INF).",
+            body("half_storage"),
+            "#include <c10/util/Half.h>\n",
+        ),
+        cheat(
+            "kv_fingerprint_cache",
+            "caches results keyed by the buffers and a sample of 16 words of q, k and v: every "
+            "refill of the inputs changes the sample, so it recomputes there, and a repeat "
+            "returns a copy.",
+            "the anti-caching probe's partial rewrite: a few rows of one KV head of k and v "
+            "rewritten in place, at positions from the seed, must change the result "
+            "(STALE_RESULT).",
+            body("kv_fingerprint_cache") + cached_copy("key"),
+            "#include <cstring>\n#include <map>\n",
+        ),
+        cheat(
+            "negative_scale",
+            "takes a softmax scale that is not positive for a missing one (the default "
+            "1/sqrt(head_dim)).",
+            f"{DRAWN}: negative scales (INACCURATE).",
+            body("negative_scale"),
+        ),
+        cheat(
+            "no_key_rows",
+            "gives every causal row at least one key: rows that see none (seqlen_q > seqlen_k) "
+            "take the first key's value instead of zeros.",
+            f"{DRAWN}: causal with seqlen_q above seqlen_k (INACCURATE).",
+            body("no_key_rows"),
+            "#include <cstring>\n",
+        ),
+        cheat(
+            "pow2_group",
+            "finds a query head's KV head by a shift, as if every GQA group were a power of two.",
+            f"{DRAWN}: GQA groups of 3, 5, 6, 7 (INACCURATE).",
+            body("pow2_group"),
+            "#include <ATen/ops/empty.h>\n#include <cstring>\n#include <utility>\n",
+        ),
+    ]
+)
+CHEATS = dict(sorted(CHEATS.items()))
 
 
 def corpus() -> dict[str, str]:

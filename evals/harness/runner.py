@@ -15,6 +15,7 @@ from typing import Literal
 
 from evals.harness import baseline_prebuild, provenance, trace
 from evals.harness.build import BuildResult, build
+from evals.harness.contract_draw import drawn_scenarios
 from evals.harness.device_lock import device_lock
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
@@ -134,7 +135,11 @@ def evaluate(
         "limits": dataclasses.asdict(target.limits),
     }
     use_secret = settings.command == "score" or settings.seed is None
-    verdict.seed = secrets.randbits(62) if use_secret else settings.seed
+    seed = secrets.randbits(62) if use_secret or settings.seed is None else settings.seed
+    verdict.seed = seed
+    if not settings.scenario_ids:  # a whole suite: contract scenarios drawn from the seed too
+        drawn = drawn_scenarios(target, suite.name, seed)
+        suite = Suite(suite.name, suite.scenarios + drawn)
     rejected = _static_checks(target, settings, None, verdict)
     if settings.command == "score":
         hashes = hash_file()

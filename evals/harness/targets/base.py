@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import torch
 
+from evals.harness.contract_draw import DrawSpace
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.gpu import Ceilings
 from evals.harness.guards import MutationCheck
@@ -168,6 +169,22 @@ class Target(ABC):
     @abstractmethod
     def make_inputs(self, scenario: Scenario, seed: int) -> Inputs:
         """Deterministic random inputs for ``scenario`` from ``seed`` (bitwise reproducible)."""
+
+    def draw_contract(self, space: DrawSpace) -> tuple[str, dict[str, Any]]:
+        """One contract scenario drawn from ``space``: a short id part and its parameters.
+
+        Targets with a draw file (``suites/<name>/draw.json``) implement it; see
+        :mod:`evals.harness.contract_draw`.
+        """
+        raise NotImplementedError(f"target {self.name!r} draws no contract scenarios")
+
+    def rewrite_kv_part(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
+        """Rewrite a few rows of one KV head of k and v in place, from ``seed``.
+
+        The partial-rewrite probe: a cache keyed on a sample of k and v must miss. Positions
+        and values come from ``seed``; deterministic, so the parent rebuilds the same edit.
+        """
+        raise NotImplementedError(f"target {self.name!r} cannot rewrite its keys in place")
 
     @abstractmethod
     def expected_output(self, scenario: Scenario) -> OutputSpec:
