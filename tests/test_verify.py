@@ -109,3 +109,21 @@ def test_aggregates_keep_the_headline_over_study_scenarios_and_contract_ones_apa
     assert agg["contract"]["geomean_speedup"]["up"] == pytest.approx(1.0)
     results[3].correct = False  # a contract scenario gates correctness
     assert not aggregates(results, ["up"])["all_correct"]
+
+
+def test_the_scores_speed_figures_leave_the_contract_scenarios_out():
+    # evals/bench/scorer.py reads its headline from upstream_summary: study scenarios only
+    from evals.bench.summary import category_geomeans, upstream_summary
+
+    verdict = {"upstreams": {"up": "1"}, "scenarios": [
+        {"id": "a", "params": {}, "speedup": {"up": 2.0}, "contract": False},
+        {"id": "b", "params": {}, "speedup": {"up": 8.0}},
+        {"id": "drawn0-x", "params": {}, "speedup": {"up": 1000.0}, "contract": True,
+         "drawn": True},
+        {"id": "c", "params": {"category": "contract"}, "speedup": {"up": 0.001},
+         "contract": True, "unsupported": {"up": "no"}},
+    ]}
+    summary = upstream_summary(verdict)
+    assert summary["up"]["geomean"] == pytest.approx(4.0) and summary["up"]["scenarios"] == 2
+    assert summary["up"]["coverage"] == 1.0
+    assert set(category_geomeans(verdict, "up")) == {"a", "b", "contract"}
