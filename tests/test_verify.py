@@ -127,3 +127,17 @@ def test_the_scores_speed_figures_leave_the_contract_scenarios_out():
     assert summary["up"]["geomean"] == pytest.approx(4.0) and summary["up"]["scenarios"] == 2
     assert summary["up"]["coverage"] == 1.0
     assert set(category_geomeans(verdict, "up")) == {"a", "b", "contract"}
+
+
+def test_the_floor_is_in_units_of_the_values_scale():
+    # an honest float32 kernel with a polynomial exp is 4x SDPA's relative error: under the
+    # floor at unit values, and it must stay so when v has a standard deviation of 1e9
+    ref = torch.full((4,), 1e9, dtype=torch.float64)
+    out = ref + 200.0
+    assert RULE.tolerance("float32", 40.0, 1e9) == pytest.approx(80.0 + 1e4)
+    check = check_values(out.float(), reference=ref, baseline=ref + 40.0, rule=RULE,
+                         dtype="float32", value_scale=1e9)
+    assert check.failure is None
+    strict = check_values(out.float(), reference=ref, baseline=ref + 40.0, rule=RULE,
+                          dtype="float32")
+    assert strict.failure is not None

@@ -90,7 +90,12 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
             reason = f"reference or baseline failed: {type(exc).__name__}: {exc}"
             return Failure(Code.HARNESS_ERROR, reason)
         check = check_values(
-            out, reference=reference, baseline=baseline, rule=target.accuracy, dtype=dtype
+            out,
+            reference=reference,
+            baseline=baseline,
+            rule=target.accuracy,
+            dtype=dtype,
+            value_scale=target.value_scale(scenario),
         )
         del reference, baseline
         if target.device == "cuda":  # hand the memory back before the worker's next request

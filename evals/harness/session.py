@@ -82,7 +82,12 @@ def check_against(
     reference, baseline = expected(target, scenario, inputs)
     dtype = str(spec.dtype).removeprefix("torch.")
     return check_values(
-        out, reference=reference, baseline=baseline, rule=target.accuracy, dtype=dtype
+        out,
+        reference=reference,
+        baseline=baseline,
+        rule=target.accuracy,
+        dtype=dtype,
+        value_scale=target.value_scale(scenario),
     ).failure
 
 

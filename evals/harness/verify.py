@@ -50,6 +50,7 @@ def check_values(
     baseline: torch.Tensor | None,
     rule: AccuracyRule,
     dtype: str,
+    value_scale: float = 1.0,
 ) -> Check:
     """Apply the accuracy rule: no NaN/Inf, and max error <= factor * baseline error + floor.
 
@@ -61,6 +62,7 @@ def check_values(
             rounded to the output dtype stands in.
         rule: The target's accuracy rule.
         dtype: Output dtype name (selects the floor).
+        value_scale: The standard deviation of v; the floor is in its units.
 
     """
     ref = reference.to(torch.float64)
@@ -71,7 +73,7 @@ def check_values(
         # then the reference rounded to the output dtype, the error of a correct rounding
         base = ref.to(out.dtype).to(torch.float64)
     base_err = float((base - ref).abs().max())
-    tol = rule.tolerance(dtype, base_err)
+    tol = rule.tolerance(dtype, base_err, value_scale)
     values = out.to(torch.float64)
     finite = torch.isfinite(values)
     nonfinite = int((~finite).sum())
@@ -88,6 +90,6 @@ def check_values(
             Code.INACCURATE,
             f"max abs error {max_err:.3g} at {where} exceeds tolerance {tol:.3g} "
             f"({rule.upstream_factor:g} x {rule.baseline} error {base_err:.3g} "
-            f"+ floor {rule.floors[dtype]:.3g})",
+            f"+ floor {rule.floors[dtype] * value_scale:.3g})",
         )
     return Check(max_err, mean_err, base_err, tol, 0, failure)

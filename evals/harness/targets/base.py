@@ -92,9 +92,13 @@ class AccuracyRule:
     floors: Mapping[str, float]
     upstream_factor: float = 2.0
 
-    def tolerance(self, dtype: str, baseline_error: float) -> float:
-        """Allowed max abs error for ``dtype`` given the baseline's max abs error."""
-        return self.upstream_factor * baseline_error + self.floors[dtype]
+    def tolerance(self, dtype: str, baseline_error: float, value_scale: float = 1.0) -> float:
+        """Allowed max abs error for ``dtype`` given the baseline's max abs error.
+
+        The floor is in units of the values' scale (``value_scale``: the standard deviation of
+        v, 1 in every fixed scenario): an output of 1e20 cannot be held to 1e-5 absolute.
+        """
+        return self.upstream_factor * baseline_error + self.floors[dtype] * value_scale
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,10 @@ class Target(ABC):
         and values come from ``seed``; deterministic, so the parent rebuilds the same edit.
         """
         raise NotImplementedError(f"target {self.name!r} cannot rewrite its keys in place")
+
+    def value_scale(self, scenario: Scenario) -> float:
+        """The standard deviation of the scenario's values (v): the accuracy floor's unit."""
+        return 1.0
 
     @abstractmethod
     def expected_output(self, scenario: Scenario) -> OutputSpec:

@@ -189,6 +189,10 @@ class CpuAttention(Target):
         short = f"{'fp32' if dtype == 'float32' else 'bf16'}-d{d}-q{sq}-k{sk}-h{hkv * group}k{hkv}"
         return f"{short}-{mask}", params
 
+    def value_scale(self, scenario: Scenario) -> float:
+        """The scenario's ``v_std``."""
+        return self.shape(scenario).v_std
+
     def rewrite_kv_part(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
         """A few rows of one KV head of k and v rewritten in place (see ``kv_rewrite``)."""
         s = self.shape(scenario)

@@ -136,6 +136,10 @@ class Fa3Hopper(Target):
         """A small drawn contract scenario (``fa3_draw``)."""
         return fa3_draw.draw_params(space)
 
+    def value_scale(self, scenario: Scenario) -> float:
+        """The scenario's ``v_std``."""
+        return self.params(scenario).v_std
+
     def rewrite_kv_part(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
         """A few rows of one KV head of k and v (or the cache) rewritten in place."""
         fa3_draw.rewrite(self.params(scenario), inputs, seed)
