@@ -84,53 +84,7 @@ RAW_READ = (
     "}\n"
 )
 
-LIBC_BY_ADDRESS = """#include <cstdio>
-#include <cstring>
-// ELF64 as the loader left it in memory (no <elf.h>: the include allow-list has no such header)
-namespace elf {
-struct Header { unsigned char ident[16]; uint16_t type, machine; uint32_t version;
-                uint64_t entry, phoff, shoff; uint32_t flags;
-                uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx; };
-struct Segment { uint32_t type, flags; uint64_t offset, vaddr, paddr, filesz, memsz, align; };
-struct Dynamic { int64_t tag; uint64_t value; };
-struct Symbol { uint32_t name; unsigned char info, other; uint16_t section; uint64_t value, size; };
-}  // namespace elf
-
-// A libc function by name, found without naming it to the linker: libc's pages hold puts, and
-// its first page holds its ELF header; the dynamic segment leads to the GNU hash table.
-static void* libc_function(const char* name) {
-  uintptr_t base = reinterpret_cast<uintptr_t>(&std::puts) & ~uintptr_t(0xfff);
-  while (std::memcmp(reinterpret_cast<const void*>(base), "\\x7f" "ELF", 4) != 0) base -= 0x1000;
-  const auto* header = reinterpret_cast<const elf::Header*>(base);
-  const auto* segments = reinterpret_cast<const elf::Segment*>(base + header->phoff);
-  const elf::Dynamic* dyn = nullptr;
-  for (int i = 0; i < header->phnum; ++i) {  // PT_DYNAMIC
-    const elf::Segment& seg = segments[i];
-    if (seg.type == 2) dyn = reinterpret_cast<const elf::Dynamic*>(base + seg.vaddr);
-  }
-  auto at = [base](uint64_t p) { return p < base ? base + p : p; };  // relocated by ld.so or not
-  const elf::Symbol* symbols = nullptr;
-  const char* strings = nullptr;
-  const uint32_t* hash = nullptr;
-  for (; dyn != nullptr && dyn->tag != 0; ++dyn) {  // DT_SYMTAB, DT_STRTAB, DT_GNU_HASH
-    if (dyn->tag == 6) symbols = reinterpret_cast<const elf::Symbol*>(at(dyn->value));
-    if (dyn->tag == 5) strings = reinterpret_cast<const char*>(at(dyn->value));
-    if (dyn->tag == 0x6ffffef5) hash = reinterpret_cast<const uint32_t*>(at(dyn->value));
-  }
-  if (symbols == nullptr || strings == nullptr || hash == nullptr) return nullptr;
-  uint32_t h = 5381;
-  for (const char* c = name; *c; ++c) h = h * 33 + uint8_t(*c);
-  const uint32_t buckets = hash[0], first = hash[1], bloom_words = hash[2];
-  const uint32_t* bucket = hash + 4 + 2 * bloom_words;  // after the 64-bit bloom filter
-  const uint32_t* chain = bucket + buckets;
-  for (uint32_t i = bucket[h % buckets]; i >= first && i != 0; ++i) {
-    if ((chain[i - first] | 1) == (h | 1) && std::strcmp(strings + symbols[i].name, name) == 0)
-      return reinterpret_cast<void*>(base + symbols[i].value);
-    if (chain[i - first] & 1) break;
-  }
-  return nullptr;
-}
-"""
+LIBC_BY_ADDRESS = (DATA / "libc_by_address.cpp.txt").read_text()
 
 
 def forward(body: str) -> str:
