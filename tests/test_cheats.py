@@ -127,8 +127,10 @@ def test_honest_kernels_pass_every_check(kernel):
     assert symbols.startswith("passed: ") and "candidate.o" in symbols
     assert doc["checks"]["trace"].startswith("skipped: CPU target")
     for sc in doc["scenarios"]:  # every defence that ran on a scenario says what it found
-        assert set(sc["checks"]) == {"verification", "anti_caching", "races", "timed_outputs",
-                                     "wall_clock", "roofline"}
+        # a tiny drawn scenario can beat SDPA's fixed cost by 1.5x: then the strict re-run too
+        ran = set(sc["checks"]) - {"strict_rerun", "strict_wall_clock"}
+        assert ran == {"verification", "anti_caching", "races", "timed_outputs", "wall_clock",
+                       "roofline"}
         assert all(v.startswith("passed") for v in sc["checks"].values()), sc["checks"]
 
 
