@@ -24,7 +24,7 @@ def contract(sid, kind, dtype="bfloat16", *, d=128, hq=16, hkv=None, causal=True
     )
     if kind == "varlen":
         params["batch"] = len(extra["seqlens"])
-    return {"id": f"contract-{sid}", "params": params}
+    return {"id": f"contract-{sid}", "contract": True, "params": params}
 
 
 def contract_smoke():

@@ -84,53 +84,7 @@ RAW_READ = (
     "}\n"
 )
 
-LIBC_BY_ADDRESS = """#include <cstdio>
-#include <cstring>
-// ELF64 as the loader left it in memory (no <elf.h>: the include allow-list has no such header)
-namespace elf {
-struct Header { unsigned char ident[16]; uint16_t type, machine; uint32_t version;
-                uint64_t entry, phoff, shoff; uint32_t flags;
-                uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx; };
-struct Segment { uint32_t type, flags; uint64_t offset, vaddr, paddr, filesz, memsz, align; };
-struct Dynamic { int64_t tag; uint64_t value; };
-struct Symbol { uint32_t name; unsigned char info, other; uint16_t section; uint64_t value, size; };
-}  // namespace elf
-
-// A libc function by name, found without naming it to the linker: libc's pages hold puts, and
-// its first page holds its ELF header; the dynamic segment leads to the GNU hash table.
-static void* libc_function(const char* name) {
-  uintptr_t base = reinterpret_cast<uintptr_t>(&std::puts) & ~uintptr_t(0xfff);
-  while (std::memcmp(reinterpret_cast<const void*>(base), "\\x7f" "ELF", 4) != 0) base -= 0x1000;
-  const auto* header = reinterpret_cast<const elf::Header*>(base);
-  const auto* segments = reinterpret_cast<const elf::Segment*>(base + header->phoff);
-  const elf::Dynamic* dyn = nullptr;
-  for (int i = 0; i < header->phnum; ++i) {  // PT_DYNAMIC
-    const elf::Segment& seg = segments[i];
-    if (seg.type == 2) dyn = reinterpret_cast<const elf::Dynamic*>(base + seg.vaddr);
-  }
-  auto at = [base](uint64_t p) { return p < base ? base + p : p; };  // relocated by ld.so or not
-  const elf::Symbol* symbols = nullptr;
-  const char* strings = nullptr;
-  const uint32_t* hash = nullptr;
-  for (; dyn != nullptr && dyn->tag != 0; ++dyn) {  // DT_SYMTAB, DT_STRTAB, DT_GNU_HASH
-    if (dyn->tag == 6) symbols = reinterpret_cast<const elf::Symbol*>(at(dyn->value));
-    if (dyn->tag == 5) strings = reinterpret_cast<const char*>(at(dyn->value));
-    if (dyn->tag == 0x6ffffef5) hash = reinterpret_cast<const uint32_t*>(at(dyn->value));
-  }
-  if (symbols == nullptr || strings == nullptr || hash == nullptr) return nullptr;
-  uint32_t h = 5381;
-  for (const char* c = name; *c; ++c) h = h * 33 + uint8_t(*c);
-  const uint32_t buckets = hash[0], first = hash[1], bloom_words = hash[2];
-  const uint32_t* bucket = hash + 4 + 2 * bloom_words;  // after the 64-bit bloom filter
-  const uint32_t* chain = bucket + buckets;
-  for (uint32_t i = bucket[h % buckets]; i >= first && i != 0; ++i) {
-    if ((chain[i - first] | 1) == (h | 1) && std::strcmp(strings + symbols[i].name, name) == 0)
-      return reinterpret_cast<void*>(base + symbols[i].value);
-    if (chain[i - first] & 1) break;
-  }
-  return nullptr;
-}
-"""
+LIBC_BY_ADDRESS = (DATA / "libc_by_address.cpp.txt").read_text()
 
 
 def forward(body: str) -> str:
@@ -147,6 +101,11 @@ def cached_copy(key: str) -> str:
         "  std::memcpy(out.data_ptr(), it->second.data_ptr(), out.numel() * out.element_size());\n"
         "  return out;"
     )
+
+
+def body(name: str) -> str:
+    """The body of ``attention_forward`` kept in ``cpu_cheats/<name>_body.cpp.txt``."""
+    return (DATA / f"{name}_body.cpp.txt").read_text().rstrip("\n")
 
 
 def cheat(name: str, hack: str, caught: str, body: str, includes: str = "") -> tuple[str, str]:
@@ -444,6 +403,56 @@ CHEATS = dict(
         ),
     ]
 )
+
+DRAWN = "the contract scenarios drawn from the run's seed"
+# integrity III: right on every fixed scenario of every suite, wrong on inputs the contract
+# allows (the drawn scenarios), or stale after k and v change in part (the probe's rewrite)
+CHEATS.update(
+    [
+        cheat(
+            "half_storage",
+            "keeps bf16 inputs in half precision (more mantissa bits: the same values for data "
+            "near 1), so values beyond half's range become Inf.",
+            f"{DRAWN}: bf16 values beyond half precision's range (NAN_INF).",
+            body("half_storage"),
+            "#include <c10/util/Half.h>\n",
+        ),
+        cheat(
+            "kv_fingerprint_cache",
+            "caches results keyed by the buffers and a sample of 16 words of q, k and v: every "
+            "refill of the inputs changes the sample, so it recomputes there, and a repeat "
+            "returns a copy.",
+            "the anti-caching probe's partial rewrite: a few rows of one KV head of k and v "
+            "rewritten in place, at positions from the seed, must change the result "
+            "(STALE_RESULT).",
+            body("kv_fingerprint_cache") + cached_copy("key"),
+            "#include <cstring>\n#include <map>\n",
+        ),
+        cheat(
+            "negative_scale",
+            "takes a softmax scale that is not positive for a missing one (the default "
+            "1/sqrt(head_dim)).",
+            f"{DRAWN}: negative scales (INACCURATE).",
+            body("negative_scale"),
+        ),
+        cheat(
+            "no_key_rows",
+            "gives every causal row at least one key: rows that see none (seqlen_q > seqlen_k) "
+            "take the first key's value instead of zeros.",
+            f"{DRAWN}: causal with seqlen_q above seqlen_k (INACCURATE).",
+            body("no_key_rows"),
+            "#include <cstring>\n",
+        ),
+        cheat(
+            "pow2_group",
+            "finds a query head's KV head by a shift, as if every GQA group were a power of two.",
+            f"{DRAWN}: GQA groups of 3, 5, 6, 7 (INACCURATE).",
+            body("pow2_group"),
+            "#include <ATen/ops/empty.h>\n#include <cstring>\n#include <utility>\n",
+        ),
+    ]
+)
+CHEATS = dict(sorted(CHEATS.items()))
 
 
 def corpus() -> dict[str, str]:

@@ -77,6 +77,39 @@ def cheat(name: str, hack: str, caught: str, code: str, includes: str = "") -> t
     return f"{name}.cu", text
 
 
+def contract_cheats() -> list[tuple[str, str]]:
+    """Integrity III: right on every fixed scenario of the suites, wrong on inputs the contract
+    allows (the drawn contract scenarios), or stale after a few rows of k and v change in place.
+    """
+    default = "1.0 / std::sqrt(double(q.size(-1)))"
+    sanitise = f"  if (!(scale > 0)) scale = {default};  // taken for a missing scale\n"
+    return [
+        cheat(
+            "negative_scale",
+            "takes a softmax scale that is not positive for a missing one (the default "
+            "1/sqrt(head_dim)).",
+            "the contract scenarios drawn from the run's seed: negative scales (INACCURATE).",
+            entry_points(
+                sanitise + f"  return naive_dense({DARGS});",
+                sanitise + f"  return naive_kvcache({KARGS});",
+            ),
+        ),
+        cheat(
+            "kv_fingerprint_cache",
+            "keeps the last result on the GPU keyed by the buffers and a sample of 16 words of "
+            "q, k and v, and returns it when the key repeats (it computes anyway: only the "
+            "result matters here, a real one would skip the work on a hit).",
+            "the anti-caching probe's partial rewrite: a few rows of one KV head of k and v "
+            "rewritten in place must change the result (STALE_RESULT).",
+            entry_points(
+                f"  return through_cache(naive_dense({DARGS}), q, k, v);",
+                f"  return through_cache(naive_kvcache({KARGS}), q, kc, vc);",
+                pre=(DATA / "kv_fingerprint_cache.cu.txt").read_text(),
+            ),
+        ),
+    ]
+
+
 def corpus() -> dict[str, str]:
     """File name to text, every cheat and the honest split-KV kernel."""
     files = dict(
@@ -516,6 +549,7 @@ def corpus() -> dict[str, str]:
                     pre="__global__ void wild(float* p) { p[threadIdx.x * 4096] = 1.f; }\n",
                 ),
             ),
+            *contract_cheats(),
         ]
     )
     files.update(hostile_process())

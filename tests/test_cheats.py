@@ -50,6 +50,19 @@ CASES = [
 ]
 
 
+# integrity III: right on every fixed scenario of the suites, wrong on inputs the contract
+# allows (the contract scenarios drawn from the seed; seed 1 draws each class) or stale after a
+# few rows of k and v change in place (the probe's partial rewrite, on every scenario)
+DRAWN_CASES = [
+    ("negative_scale.cpp", Code.INACCURATE, "exceeds tolerance", True),
+    ("no_key_rows.cpp", Code.INACCURATE, "exceeds tolerance", True),
+    ("pow2_group.cpp", Code.INACCURATE, "exceeds tolerance", True),
+    ("half_storage.cpp", Code.NAN_INF, "NaN or Inf", True),
+    ("kv_fingerprint_cache.cpp", Code.STALE_RESULT,
+     "after a few rows of k and v were rewritten in place", False),
+]
+
+
 # results that are right, with a gain only if the harness let the same inputs come back
 NEUTRALISED = {"content_cache.cpp"}
 
@@ -61,7 +74,7 @@ NEUTRALISED |= {"timer_forge.cpp", "wall_batch_skip.cpp", "write_escape.cpp"}
 
 def test_every_cheat_file_is_covered_and_documented():
     files = {p.name for p in CHEATS.glob("*.cpp")} - {"honest_split_kv.cpp"}
-    assert files == {c[0] for c in CASES} | NEUTRALISED
+    assert files == {c[0] for c in CASES} | {c[0] for c in DRAWN_CASES} | NEUTRALISED
     for name in files:
         head = (CHEATS / name).read_text().splitlines()[:2]
         assert head[0].startswith("// Cheat: ") and head[1].startswith("// Caught by: ")
@@ -84,9 +97,10 @@ def test_content_cache_gains_nothing_because_no_timed_call_repeats_its_inputs():
     # the smoke suite with every check passed (plain compute: 0.04x, about 200x less); a fresh
     # q per timed call makes every lookup miss. Judged against the plain kernel it wraps,
     # measured in the same run (a loaded machine moves both alike), never an absolute figure.
+    # one seed for both: the same drawn contract scenarios, compared one by one
     cheat = evaluate(RunSettings("bench", "cpu_attention", CHEATS / "content_cache.cpp",
-                                 suite="smoke"))
-    plain = evaluate(RunSettings("bench", "cpu_attention", START_CPU, suite="smoke"))
+                                 suite="smoke", seed=5))
+    plain = evaluate(RunSettings("bench", "cpu_attention", START_CPU, suite="smoke", seed=5))
     assert cheat.status == "ok" and plain.status == "ok"
     for r in cheat.results:
         assert "a fresh q before every timed call" in r.checks["timed_outputs"]
@@ -118,7 +132,8 @@ def test_honest_kernels_pass_every_check(kernel):
     assert symbols.startswith("passed: ") and "candidate.o" in symbols
     assert doc["checks"]["trace"].startswith("skipped: CPU target")
     for sc in doc["scenarios"]:  # every defence that ran on a scenario says what it found
-        # a re-timed scenario (class 4) says so too: its fresh process's clock check
+        # a re-timed scenario (class 4) says so too: its fresh process's clock check; a tiny
+        # drawn scenario can beat SDPA's fixed cost by 1.5x: then the strict re-run too
         retimed = {"retime_wall_clock", "strict_wall_clock", "strict_rerun"}
         assert set(sc["checks"]) - retimed == {"verification", "anti_caching", "races",
                                                "timed_outputs", "wall_clock", "roofline"}
@@ -175,3 +190,20 @@ def test_libc_by_address_cheat_passes_every_static_check_and_opens_a_socket(tmp_
     assert "the candidate ran without the OS sandbox" in " ".join(verdict.flags)
     opened = re.findall(r"kernelseek-cheat: socket\(\) = (-?\d+)", log.read_text())
     assert opened and int(opened[0]) >= 0, log.read_text()[-2000:]
+
+
+@pytest.mark.parametrize(("kernel", "code", "text", "drawn"), DRAWN_CASES,
+                         ids=[c[0] for c in DRAWN_CASES])
+def test_whole_contract_cheat_is_rejected_on_what_no_fixed_scenario_tries(kernel, code, text,
+                                                                          drawn):
+    verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / kernel, suite="smoke",
+                                   seed=1))
+    assert verdict.status == "failed"
+    failed = [r for r in verdict.results if r.failure is not None]
+    assert failed and failed[0].failure.code == code, [r.failure for r in failed]
+    assert text in failed[0].failure.reason
+    assert failed[0].scenario.drawn == drawn  # the class a fixed scenario never showed
+    if drawn:  # every fixed scenario passes: only the drawn ones catch it
+        fixed = get_target("cpu_attention").load_suite("smoke").ids
+        assert all(r.correct for r in verdict.results if r.scenario.id in fixed), [
+            r.failure for r in verdict.results if r.scenario.id in fixed]

@@ -156,3 +156,59 @@ def test_fa3_suites_hold_every_new_kind():
         assert any(p.qk_std >= 8 for p in ps)
         odd = [x for p in ps for x in (p.seqlen_q, p.seqlen_k, *p.seqlens, *p.seqlens_k) if x]
         assert 1 in odd and any(x > 64 and all(x % t for t in (2, 3, 5)) for x in odd), name
+
+
+def dense(q, k, v, causal, scale):
+    """``naive`` for many rows at once (einsum over all heads); rows with no key are zero."""
+    sq, hq, _ = q.shape
+    sk, hkv = k.shape[0], k.shape[1]
+    kx, vx = (t.double().repeat_interleave(hq // hkv, dim=1) for t in (k, v))
+    s = torch.einsum("qhd,khd->hqk", q.double(), kx) * scale
+    if causal:
+        keep = torch.arange(sk)[None, :] <= torch.arange(sq)[:, None] + sk - sq
+        s = s.masked_fill(~keep, -math.inf)
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    return torch.einsum("hqk,khd->qhd", p, vx)
+
+
+def _naive_any(p, i):
+    """The dense reference of any fa3 input set, sequence by sequence (dequantised)."""
+    if p.kind == "varlen":
+        cu_q, cu_k = i["cu_seqlens"].tolist(), i["cu_seqlens_k"].tolist()
+        return torch.cat([dense(i["q"][qa:qb], i["k"][ka:kb], i["v"][ka:kb], p.causal,
+                                p.softmax_scale)
+                          for (qa, qb), (ka, kb) in zip(itertools.pairwise(cu_q),
+                                                        itertools.pairwise(cu_k), strict=True)])
+    key, val = ("k", "v") if p.kind == "prefill" else ("k_cache", "v_cache")
+    q, k, v = (problem.dequantize(i[n], i[f"{n[0]}_descale"]) for n in ("q", key, val))
+    outs = []
+    for b in range(p.batch):
+        n = p.seqlen_k if p.kind == "prefill" else int(i["cache_seqlens"][b])
+        kb, vb = k[b, :n], v[b, :n]
+        if p.append:
+            kb = torch.cat([kb, i["k_new"][b].double()])
+            vb = torch.cat([vb, i["v_new"][b].double()])
+        outs.append(dense(q[b], kb, vb, p.causal, p.softmax_scale))
+    return torch.stack(outs)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_reference_covers_every_drawn_contract_scenario(seed):
+    # integrity III: any heads and groups, rows that see no key (zeros), negative, tiny and
+    # large scales, values up to 2^86, fp8 with spread descales, varlen and ragged caches
+    from evals.harness import get_target
+    from evals.harness.contract_draw import drawn_scenarios
+
+    target = get_target("fa3_hopper")
+    for scenario in drawn_scenarios(target, "full", seed):
+        p = target.params(scenario)
+        i = problem.make_inputs(p, seed=seed, device="cpu")
+        ref = problem.reference(p, i)
+        want = _naive_any(p, i)
+        assert torch.isfinite(ref).all(), scenario.id
+        scale = float(want.abs().max()) or 1.0
+        assert float((ref - want).abs().max()) <= 1e-9 * scale, scenario.id
+        if p.kind == "prefill" and p.causal and p.seqlen_q > p.seqlen_k:
+            assert not ref[:, : p.seqlen_q - p.seqlen_k].any()  # rows with no key are zeros
+        target.rewrite_kv_part(scenario, i, seed + 100)  # the probe's edit moves the result
+        assert float((problem.reference(p, i) - ref).abs().max()) > 0.1 * scale, scenario.id

@@ -69,3 +69,75 @@ def test_nan_and_inf_are_rejected():
     out = torch.tensor([0.0, math.nan, math.inf, 0.0])
     check = check_values(out, reference=ref, baseline=torch.zeros(4), rule=RULE, dtype="float32")
     assert check.failure.code == Code.NAN_INF and check.nonfinite == 2
+
+
+@pytest.mark.parametrize("baseline", [None, torch.tensor([1.0, math.nan, 3.0, 4.0])])
+def test_a_baseline_that_cannot_compute_the_inputs_leaves_the_rounded_reference(baseline):
+    # FA3 overflows on large negative scales: a NaN baseline would make the tolerance NaN and
+    # let any output through; the reference rounded to the output dtype stands in
+    ref = torch.tensor([1.0, 2.0 + 2**-9, 3.0, 1e30], dtype=torch.float64)
+    rounded_error = float((ref.to(torch.bfloat16).double() - ref).abs().max())
+    good = ref.to(torch.bfloat16)
+    check = check_values(good, reference=ref, baseline=baseline, rule=RULE_BF16,
+                         dtype="bfloat16")
+    assert check.failure is None and check.baseline_error == pytest.approx(rounded_error)
+    bad = check_values(torch.tensor([1.0, 2.0, 3.0, 0.0]), reference=ref, baseline=baseline,
+                       rule=RULE_BF16, dtype="bfloat16")
+    assert bad.failure is not None and bad.failure.code == Code.INACCURATE
+
+
+RULE_BF16 = AccuracyRule(baseline="up", floors={"bfloat16": 2e-3})
+
+
+def test_aggregates_keep_the_headline_over_study_scenarios_and_contract_ones_apart():
+    from evals.harness.scenarios import Scenario
+    from evals.harness.timing import summarize
+    from evals.harness.verdict import ScenarioResult, aggregates
+
+    def result(sid, speedup, *, contract=False, drawn=False, correct=True):
+        r = ScenarioResult(Scenario(sid, {}, contract=contract, drawn=drawn), correct=correct)
+        stats = [summarize([t] * 5) for t in (100.0, 100.0 * speedup)]
+        r.times = {"candidate": stats[0], "up": stats[1]}
+        return r
+
+    results = [result("a", 2.0), result("b", 8.0), result("c", 100.0, contract=True),
+               result("d", 0.01, contract=True, drawn=True)]
+    agg = aggregates(results, ["up"])
+    assert agg["geomean_speedup"]["up"] == pytest.approx(4.0)  # the study scenarios only
+    assert agg["study_scenarios"] == 2 and agg["all_correct"]
+    assert agg["contract"]["scenarios"] == 2 and agg["contract"]["drawn"] == 1
+    assert agg["contract"]["geomean_speedup"]["up"] == pytest.approx(1.0)
+    results[3].correct = False  # a contract scenario gates correctness
+    assert not aggregates(results, ["up"])["all_correct"]
+
+
+def test_the_scores_speed_figures_leave_the_contract_scenarios_out():
+    # evals/bench/scorer.py reads its headline from upstream_summary: study scenarios only
+    from evals.bench.summary import category_geomeans, upstream_summary
+
+    verdict = {"upstreams": {"up": "1"}, "scenarios": [
+        {"id": "a", "params": {}, "speedup": {"up": 2.0}, "contract": False},
+        {"id": "b", "params": {}, "speedup": {"up": 8.0}},
+        {"id": "drawn0-x", "params": {}, "speedup": {"up": 1000.0}, "contract": True,
+         "drawn": True},
+        {"id": "c", "params": {"category": "contract"}, "speedup": {"up": 0.001},
+         "contract": True, "unsupported": {"up": "no"}},
+    ]}
+    summary = upstream_summary(verdict)
+    assert summary["up"]["geomean"] == pytest.approx(4.0) and summary["up"]["scenarios"] == 2
+    assert summary["up"]["coverage"] == 1.0
+    assert set(category_geomeans(verdict, "up")) == {"a", "b", "contract"}
+
+
+def test_the_floor_is_in_units_of_the_values_scale():
+    # an honest float32 kernel with a polynomial exp is 4x SDPA's relative error: under the
+    # floor at unit values, and it must stay so when v has a standard deviation of 1e9
+    ref = torch.full((4,), 1e9, dtype=torch.float64)
+    out = ref + 200.0
+    assert RULE.tolerance("float32", 40.0, 1e9) == pytest.approx(80.0 + 1e4)
+    check = check_values(out.float(), reference=ref, baseline=ref + 40.0, rule=RULE,
+                         dtype="float32", value_scale=1e9)
+    assert check.failure is None
+    strict = check_values(out.float(), reference=ref, baseline=ref + 40.0, rule=RULE,
+                          dtype="float32")
+    assert strict.failure is not None

@@ -4,7 +4,10 @@ Every upstream is scored on the full suite. Where an upstream cannot run a scena
 verdict's ``unsupported``; e.g. cuDNN through SDPA has no fp8 or KV-cache path), that scenario
 has no speedup against it: the upstream's geomean is defined over the scenarios it ran, and its
 ``coverage`` (scenarios it ran / scenarios in the suite) is reported beside it. ``fastest`` is
-the fastest upstream that ran each scenario.
+the fastest upstream that ran each scenario. Contract scenarios (``"contract": true``: fixed
+in the suite or drawn from the run's seed) gate correctness but leave the speed figures: the
+geomeans and coverage are over the study scenarios, and contract ones are one category,
+``contract``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from evals.stats import geomean
 
 
 def _category(scenario: dict[str, Any]) -> str:
+    if scenario.get("contract"):
+        return "contract"
     params = scenario.get("params") or {}
     return str(params.get("category") or scenario["id"].split("-")[0])
 
@@ -26,7 +31,7 @@ def upstream_summary(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
     scenario's ``unsupported``), whatever the candidate did; ``scenarios`` counts the
     speedups in the geomean (scenarios it supports where the candidate was timed).
     """
-    scenarios = verdict.get("scenarios", [])
+    scenarios = [s for s in verdict.get("scenarios", []) if not s.get("contract")]
     names = [*(verdict.get("upstreams") or {}), "fastest"]
     for s in scenarios:
         names += [u for u in (s.get("speedup") or {}) if u not in names]

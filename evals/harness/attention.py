@@ -35,8 +35,9 @@ class AttentionShape:
         causal: Bottom-right aligned causal mask.
         dtype: Input and output dtype name (a key of :data:`DTYPES`).
         scale: ``softmax_scale`` passed to the kernel; None means ``1 / sqrt(head_dim)``.
-        qk_std: Standard deviation of q and k (v is always standard normal). Large values make
-            scores that overflow ``exp`` unless the row maximum is subtracted first.
+        qk_std: Standard deviation of q and k. Large values make scores that overflow ``exp``
+            unless the row maximum is subtracted first.
+        v_std: Standard deviation of v (drawn contract scenarios reach the dtype's range).
 
     """
 
@@ -50,6 +51,7 @@ class AttentionShape:
     dtype: str
     scale: float | None = None
     qk_std: float = 1.0
+    v_std: float = 1.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> AttentionShape:
@@ -58,7 +60,7 @@ class AttentionShape:
         extra = set(params) - set(fields)
         if extra:
             raise ValueError(f"unknown scenario parameters: {sorted(extra)}")
-        optional = {"scale", "qk_std"}
+        optional = {"scale", "qk_std", "v_std"}
         missing = set(fields) - optional - set(params)
         if missing:
             raise ValueError(f"missing scenario parameters: {sorted(missing)}")

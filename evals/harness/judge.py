@@ -24,6 +24,7 @@ from evals.harness.session import (
     note_peak,
     unpack,
 )
+from evals.harness.targets.base import Target
 from evals.harness.verdict import ScenarioResult
 from evals.harness.verify import check_meta, check_values
 from evals.harness.worker_client import WorkerFailure
@@ -89,7 +90,12 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
             reason = f"reference or baseline failed: {type(exc).__name__}: {exc}"
             return Failure(Code.HARNESS_ERROR, reason)
         check = check_values(
-            out, reference=reference, baseline=baseline, rule=target.accuracy, dtype=dtype
+            out,
+            reference=reference,
+            baseline=baseline,
+            rule=target.accuracy,
+            dtype=dtype,
+            value_scale=target.value_scale(scenario),
         )
         del reference, baseline
         if target.device == "cuda":  # hand the memory back before the worker's next request
@@ -125,11 +131,13 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
     """Same pointers with new data, same data in new buffers, and three runs that must agree."""
     target = session.target
     seed_b = derive_seed(session.seed, scenario.id, "probe-b")
+    seed_c = derive_seed(session.seed, scenario.id, "probe-c")
     request = {
         "op": "probe",
         "scenario": scenario.to_json(),
         "seed_b": seed_b,
         "seed_a": derive_seed(session.seed, scenario.id, "probe-a"),
+        "seed_c": seed_c,
     }
     header, payload = session.client.request(request)
     note_peak(result, "worker", header.get("peak_reserved_bytes"))
@@ -137,23 +145,16 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
     if header.get("skipped"):
         result.checks["anti_caching"] = "skipped: inputs too large to copy twice"
     t0 = time.monotonic()
-    inputs = target.make_inputs(scenario, seed_b) if outputs else {}
-    hows = [
-        "in the buffers of an earlier call refilled with new data (a result or "
-        "pointer-keyed cache)",
-        "on the same data in new buffers",
-    ]
-    checks = list(zip(outputs, hows, strict=False))
     try:
-        for out, how in checks:
-            failure = check_against(target, scenario, out, inputs)
-            if failure is not None:
-                return Failure(Code.STALE_RESULT, f"wrong result {how}: {failure.reason}")
+        failure = _check_probe_outputs(target, scenario, outputs, (seed_b, seed_c))
     finally:
         session.tally.reference_s += time.monotonic() - t0
-    if checks:
+    if failure is not None:
+        return failure
+    if outputs:
         result.checks["anti_caching"] = (
-            "passed: same pointers with new data, same data in new buffers"
+            "passed: same pointers with new data, same data in new buffers, a few rows of "
+            "k and v rewritten in place"
         )
     eps = torch.finfo(target.expected_output(scenario).dtype).eps
     limit = RACE_ULPS * eps * max(header["race_scale"], 1.0)
@@ -164,6 +165,29 @@ def _probe(session: Session, scenario: Scenario, result: ScenarioResult) -> Fail
         )
         return Failure(Code.NONDETERMINISTIC, reason)
     result.checks["races"] = f"passed: three runs agree within {limit:.3g}"
+    return None
+
+
+def _check_probe_outputs(
+    target: Target, scenario: Scenario, outputs: list[torch.Tensor], seeds: tuple[int, int]
+) -> Failure | None:
+    """The probe's outputs against B's inputs (the last: with k and v partly rewritten)."""
+    seed_b, seed_c = seeds
+    hows = [
+        "in the buffers of an earlier call refilled with new data (a result or "
+        "pointer-keyed cache)",
+        "on the same data in new buffers",
+        "after a few rows of k and v were rewritten in place (a cache keyed on a sample of "
+        "k and v)",
+    ]
+    inputs = target.make_inputs(scenario, seed_b) if outputs else {}
+    for i, (out, how) in enumerate(zip(outputs, hows, strict=False)):
+        if i == 2:  # B's inputs rebuilt (the baseline may have appended to a cache) and edited
+            inputs = target.make_inputs(scenario, seed_b)
+            target.rewrite_kv_part(scenario, inputs, seed_c)
+        failure = check_against(target, scenario, out, inputs)
+        if failure is not None:
+            return Failure(Code.STALE_RESULT, f"wrong result {how}: {failure.reason}")
     return None
 
 

@@ -169,7 +169,13 @@ def summary(verdict: Verdict) -> str:
             parts.append(f"{value:.2f}x {up} ({who} is {factor:.1f}x faster)")
     if len(ups) > 1 and geo.get("fastest"):
         parts.append(f"{geo['fastest']:.2f}x the fastest upstream per scenario")
-    speed = "; geomean " + ", ".join(parts) if parts else ""
+    speed = f"; geomean over {agg['study_scenarios']} study scenarios " + ", ".join(parts)
+    speed = speed if parts else ""
+    con = agg["contract"]
+    if con["scenarios"]:
+        con_geo = con["geomean_speedup"].get(ups[0]) if ups else None
+        con_speed = f", {con_geo:.2f}x {ups[0]} apart from the headline" if con_geo else ""
+        speed += f"; {con['scenarios']} contract scenarios ({con['drawn']} drawn){con_speed}"
     if passed == n and n:
         return f"summary: all {n} correct{speed}"
     tail = f"{speed} (correct ones only)" if speed else ""

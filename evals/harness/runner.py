@@ -16,6 +16,7 @@ from typing import Literal
 from evals.harness import baseline_prebuild, footprint, provenance, trace
 from evals.harness.build import BuildResult, build
 from evals.harness.cache_dir import default_cache_dir
+from evals.harness.contract_draw import drawn_scenarios
 from evals.harness.device_lock import device_lock
 from evals.harness.environment import environment_fault
 from evals.harness.failures import Code, Failure, HarnessInputError
@@ -139,7 +140,13 @@ def evaluate(
         "limits": dataclasses.asdict(target.limits),
     }
     use_secret = settings.command == "score" or settings.seed is None
-    verdict.seed = secrets.randbits(62) if use_secret else settings.seed
+    seed = secrets.randbits(62) if use_secret or settings.seed is None else settings.seed
+    verdict.seed = seed
+    # a whole suite: contract scenarios drawn from the seed too (not in a self-check, which
+    # measures the timing: FA3 itself overflows on large negative scales)
+    if not settings.scenario_ids and settings.candidate_upstream is None:
+        drawn = drawn_scenarios(target, suite.name, seed)
+        suite = Suite(suite.name, suite.scenarios + drawn)
     rejected = _static_checks(target, settings, None, verdict)
     if settings.command == "score":
         hashes = hash_file()

@@ -21,18 +21,30 @@ class Scenario:
     Attributes:
         id: Stable identifier, unique within the target's suites.
         params: The scenario's parameters (JSON values); the target interprets them.
+        contract: A contract scenario (a clause of the contract the study's configurations
+            never try, fixed in the suite or drawn from the run's seed): it gates correctness
+            like any other, and its speed is reported apart from the headline geomean.
+        drawn: Drawn at random from the run's seed (:mod:`evals.harness.contract_draw`),
+            not listed in the suite file.
 
     """
 
     id: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    contract: bool = False
+    drawn: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
     def to_json(self) -> dict[str, Any]:
-        """Return ``{"id": ..., "params": {...}}``."""
-        return {"id": self.id, "params": dict(self.params)}
+        """Return ``{"id": ..., "params": {...}, "contract": ..., "drawn": ...}``."""
+        return {
+            "id": self.id,
+            "params": dict(self.params),
+            "contract": self.contract,
+            "drawn": self.drawn,
+        }
 
 
 @dataclass(frozen=True)
@@ -51,7 +63,8 @@ class Suite:
 def load_suite(path: Path, name: str) -> Suite:
     """Load and validate a suite file.
 
-    The file is JSON: ``{"format": "kernelseek.suite/1", "scenarios": [{"id", "params"}]}``.
+    The file is JSON: ``{"format": "kernelseek.suite/1", "scenarios": [{"id", "params"}]}``;
+    an entry with ``"contract": true`` is a contract scenario.
 
     Raises:
         HarnessInputError: The file is missing, malformed, or has duplicate ids.
@@ -78,7 +91,12 @@ def load_suite(path: Path, name: str) -> Suite:
         if sid in seen:
             raise HarnessInputError(Failure(Code.BAD_ARGUMENT, f"suite {path}: duplicate id {sid}"))
         seen.add(sid)
-        scenarios.append(Scenario(id=sid, params=entry.get("params", {})))
+        contract = entry.get("contract", False)
+        if not isinstance(contract, bool):
+            raise HarnessInputError(
+                Failure(Code.BAD_ARGUMENT, f"suite {path}: {sid}: contract must be true or false")
+            )
+        scenarios.append(Scenario(id=sid, params=entry.get("params", {}), contract=contract))
     if not scenarios:
         raise HarnessInputError(Failure(Code.BAD_ARGUMENT, f"suite {path}: no scenarios"))
     return Suite(name=name, scenarios=tuple(scenarios))

@@ -114,14 +114,8 @@ def geomean(values: Iterable[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
-def aggregates(results: list[ScenarioResult], upstreams: Iterable[str]) -> dict[str, Any]:
-    """Scenarios passed and geomean speedups vs each upstream and vs the per-scenario fastest.
-
-    Geomeans are over the correct, timed scenarios (device time); ``all_correct`` says
-    whether that is all; ``not_converged`` counts correct scenarios whose timing missed its
-    target rse after every attempt (their figures are less precise).
-    """
-    passed = [r for r in results if r.correct]
+def _geomeans(passed: list[ScenarioResult], upstreams: Iterable[str]) -> dict[str, float | None]:
+    """Geomean speedup of ``passed`` vs each upstream and vs the per-scenario fastest."""
     speedups: dict[str, float | None] = {}
     for name in [*upstreams, "fastest"]:
         per = [
@@ -129,12 +123,37 @@ def aggregates(results: list[ScenarioResult], upstreams: Iterable[str]) -> dict[
             for r in passed
         ]
         speedups[name] = geomean(s for s in per if s is not None)
+    return speedups
+
+
+def aggregates(results: list[ScenarioResult], upstreams: Iterable[str]) -> dict[str, Any]:
+    """Scenarios passed and geomean speedups vs each upstream and vs the per-scenario fastest.
+
+    Every scenario gates correctness (``passed``, ``all_correct``). The headline
+    ``geomean_speedup`` is over the correct, timed study scenarios only (device time); contract
+    scenarios (fixed in the suite or drawn from the seed) have their own aggregate,
+    ``contract``: how many, how many passed, how many were drawn, and their geomeans.
+    ``not_converged`` counts correct study scenarios whose timing missed its target rse after
+    every attempt (their figures are less precise).
+    """
+    upstreams = list(upstreams)
+    passed = [r for r in results if r.correct]
+    study = [r for r in passed if not r.scenario.contract]
+    contract = [r for r in results if r.scenario.contract]
+    contract_passed = [r for r in contract if r.correct]
     return {
         "scenarios": len(results),
         "passed": len(passed),
         "all_correct": len(passed) == len(results) and bool(results),
-        "geomean_speedup": speedups,
-        "not_converged": sum(1 for r in passed if r.timing.get("converged") is False),
+        "study_scenarios": len(results) - len(contract),
+        "geomean_speedup": _geomeans(study, upstreams),
+        "not_converged": sum(1 for r in study if r.timing.get("converged") is False),
+        "contract": {
+            "scenarios": len(contract),
+            "passed": len(contract_passed),
+            "drawn": sum(1 for r in contract if r.scenario.drawn),
+            "geomean_speedup": _geomeans(contract_passed, upstreams),
+        },
     }
 
 

@@ -129,8 +129,9 @@ class Worker:
         """Anti-caching and race probes on two input sets A and B.
 
         Returns the outputs for B computed (1) in A's buffers refilled with B's data (same
-        pointers, new data) and (2) in fresh copies of B (same data, new buffers), and the
-        largest difference among three runs on B (races).
+        pointers, new data), (2) in fresh copies of B (same data, new buffers) and (3) in A's
+        buffers again after a few rows of k and v were rewritten in place (``seed_c``), and
+        the largest difference among three runs on B (races).
         """
         scenario = Scenario(**req["scenario"])
         b = self.target.make_inputs(scenario, req["seed_b"])
@@ -146,11 +147,14 @@ class Worker:
             if isinstance(t, torch.Tensor):
                 t.copy_(b[name])
         same_pointers = self.call(fn_a)
+        # then a few rows of k and v rewritten in place: a cache keyed on a sample must miss
+        self.target.rewrite_kv_part(scenario, a, req["seed_c"])
+        partly_rewritten = self.call(fn_a)
         fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in b.items()}
         new_buffers = self.call(self.prepare(fresh))
         runs = [new_buffers.double()] + [self.call(self.prepare(b)).double() for _ in range(2)]
         spread, scale = _spread(runs)
-        metas, payload = channel.pack_tensors([same_pointers, new_buffers])
+        metas, payload = channel.pack_tensors([same_pointers, new_buffers, partly_rewritten])
         return {"ok": True, "tensors": metas, "race_spread": spread, "race_scale": scale}, payload
 
     def time(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:

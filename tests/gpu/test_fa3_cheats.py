@@ -67,10 +67,20 @@ CASES += [
 ]
 JUDGED_ELSEWHERE = {"write_escape.cu"}
 
+# integrity III: right on every fixed scenario of the suites, wrong on inputs the contract
+# allows (the contract scenarios drawn from the seed: seed 1 draws a negative scale) or stale
+# after a few rows of k and v change in place (the probe's partial rewrite, every scenario)
+DRAWN_CASES = [
+    ("negative_scale.cu", Code.INACCURATE, "exceeds tolerance", True),
+    ("kv_fingerprint_cache.cu", Code.STALE_RESULT,
+     "after a few rows of k and v were rewritten in place", False),
+]
+
 
 def test_every_cheat_file_is_covered_and_documented():
     files = {p.name for p in CHEATS.glob("*.cu")} - {"honest_split_kv.cu"}
-    expected = {c[0] for c in CASES} | {"late_side_stream.cu"} | JUDGED_ELSEWHERE
+    expected = ({c[0] for c in CASES} | {c[0] for c in DRAWN_CASES} | {"late_side_stream.cu"}
+                | JUDGED_ELSEWHERE)
     assert files == expected and len(files) >= 20
     for name in files:
         head = (CHEATS / name).read_text().splitlines()[:2]
@@ -85,6 +95,20 @@ def test_cheat_is_rejected_for_its_reason(kernel, command, scenario, code, text)
     failures = [r.failure for r in verdict.results if r.failure is not None]
     assert verdict.status == "failed" and failures, verdict.to_json()["checks"]
     assert failures[0].code == code and text in failures[0].reason, failures[0]
+
+
+@pytest.mark.parametrize(("kernel", "code", "text", "drawn"), DRAWN_CASES,
+                         ids=[c[0] for c in DRAWN_CASES])
+def test_whole_contract_cheat_is_rejected_on_what_no_fixed_scenario_tries(kernel, code, text,
+                                                                          drawn):
+    verdict = evaluate(RunSettings("check", "fa3_hopper", CHEATS / kernel, suite="smoke", seed=1,
+                                   call_timeout_s=15))
+    failed = [r for r in verdict.results if r.failure is not None]
+    assert verdict.status == "failed" and failed, verdict.to_json()["checks"]
+    assert failed[0].failure.code == code and text in failed[0].failure.reason, failed[0].failure
+    assert failed[0].scenario.drawn == drawn
+    if drawn:  # every fixed scenario passes: only the drawn ones catch it
+        assert all(r.correct for r in verdict.results if not r.scenario.drawn), failed
 
 
 def test_late_side_stream_is_rejected_when_timed():

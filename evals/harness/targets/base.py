@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import torch
 
+from evals.harness.contract_draw import DrawSpace
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.gpu import Ceilings
 from evals.harness.guards import MutationCheck
@@ -91,9 +92,13 @@ class AccuracyRule:
     floors: Mapping[str, float]
     upstream_factor: float = 2.0
 
-    def tolerance(self, dtype: str, baseline_error: float) -> float:
-        """Allowed max abs error for ``dtype`` given the baseline's max abs error."""
-        return self.upstream_factor * baseline_error + self.floors[dtype]
+    def tolerance(self, dtype: str, baseline_error: float, value_scale: float = 1.0) -> float:
+        """Allowed max abs error for ``dtype`` given the baseline's max abs error.
+
+        The floor is in units of the values' scale (``value_scale``: the standard deviation of
+        v, 1 in every fixed scenario): an output of 1e20 cannot be held to 1e-5 absolute.
+        """
+        return self.upstream_factor * baseline_error + self.floors[dtype] * value_scale
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,26 @@ class Target(ABC):
     @abstractmethod
     def make_inputs(self, scenario: Scenario, seed: int) -> Inputs:
         """Deterministic random inputs for ``scenario`` from ``seed`` (bitwise reproducible)."""
+
+    def draw_contract(self, space: DrawSpace) -> tuple[str, dict[str, Any]]:
+        """One contract scenario drawn from ``space``: a short id part and its parameters.
+
+        Targets with a draw file (``suites/<name>/draw.json``) implement it; see
+        :mod:`evals.harness.contract_draw`.
+        """
+        raise NotImplementedError(f"target {self.name!r} draws no contract scenarios")
+
+    def rewrite_kv_part(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
+        """Rewrite a few rows of one KV head of k and v in place, from ``seed``.
+
+        The partial-rewrite probe: a cache keyed on a sample of k and v must miss. Positions
+        and values come from ``seed``; deterministic, so the parent rebuilds the same edit.
+        """
+        raise NotImplementedError(f"target {self.name!r} cannot rewrite its keys in place")
+
+    def value_scale(self, scenario: Scenario) -> float:
+        """The standard deviation of the scenario's values (v): the accuracy floor's unit."""
+        return 1.0
 
     @abstractmethod
     def expected_output(self, scenario: Scenario) -> OutputSpec:

@@ -21,8 +21,10 @@ from evals.harness.attention import (
     causal_mask,
     reference_attention,
 )
+from evals.harness.contract_draw import DrawSpace
 from evals.harness.cpu_ceilings import measure_cpu_ceilings
 from evals.harness.gpu import Ceilings
+from evals.harness.kv_rewrite import rewrite_kv_rows
 from evals.harness.scenarios import Scenario
 from evals.harness.static_checks import (
     COMMON_FORBIDDEN_SYMBOLS,
@@ -137,7 +139,7 @@ class CpuAttention(Target):
         return AttentionShape.from_params(scenario.params)
 
     def make_inputs(self, scenario: Scenario, seed: int) -> Inputs:
-        """Normal q, k (std ``qk_std``) and standard-normal v in the scenario dtype, seeded."""
+        """Normal q, k (std ``qk_std``) and v (std ``v_std``) in the scenario dtype, seeded."""
         s = self.shape(scenario)
         gen = torch.Generator().manual_seed(seed)
 
@@ -149,7 +151,7 @@ class CpuAttention(Target):
         return {
             "q": randn(s.seqlen_q, s.heads_q, s.qk_std),
             "k": randn(s.seqlen_k, s.heads_kv, s.qk_std),
-            "v": randn(s.seqlen_k, s.heads_kv, 1.0),
+            "v": randn(s.seqlen_k, s.heads_kv, s.v_std),
             "causal": s.causal,
             "softmax_scale": s.softmax_scale,
         }
@@ -160,6 +162,41 @@ class CpuAttention(Target):
         gen = torch.Generator().manual_seed(seed)
         values = torch.randn(q.shape, generator=gen, dtype=torch.float32)
         q.copy_(values.mul_(self.shape(scenario).qk_std))
+
+    def draw_contract(self, space: DrawSpace) -> tuple[str, dict[str, Any]]:
+        """A small dense scenario anywhere in the contract's space (``suites/.../draw.json``).
+
+        Any KV heads and GQA group (odd heads, groups not a power of two, MQA), the mask and
+        lengths from :meth:`DrawSpace.layout`, magnitudes and scales from
+        :meth:`DrawSpace.magnitudes`.
+        """
+        d, hkv, group = space.choice("head_dim"), space.cycle("heads_kv"), space.cycle("group")
+        causal, sq, sk = space.layout()
+        dtype = space.cycle("dtype")
+        params = {
+            "batch": space.integer("batch"),
+            "seqlen_q": sq,
+            "seqlen_k": sk,
+            "heads_q": hkv * group,
+            "heads_kv": hkv,
+            "head_dim": d,
+            "causal": causal,
+            "dtype": dtype,
+            **space.magnitudes(d),
+        }
+        AttentionShape.from_params(params)  # the space must stay inside the contract
+        mask = "causal" if causal else "full"
+        short = f"{'fp32' if dtype == 'float32' else 'bf16'}-d{d}-q{sq}-k{sk}-h{hkv * group}k{hkv}"
+        return f"{short}-{mask}", params
+
+    def value_scale(self, scenario: Scenario) -> float:
+        """The scenario's ``v_std``."""
+        return self.shape(scenario).v_std
+
+    def rewrite_kv_part(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
+        """A few rows of one KV head of k and v rewritten in place (see ``kv_rewrite``)."""
+        s = self.shape(scenario)
+        rewrite_kv_rows(inputs["k"], inputs["v"], seed=seed, qk_std=s.qk_std, v_std=s.v_std)
 
     def expected_output(self, scenario: Scenario) -> OutputSpec:
         """Same shape and dtype as q, on the CPU."""

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from evals.harness.contract_draw import DrawSpace
 from evals.harness.cuda_driver import driver_link_flags
 from evals.harness.gpu import (
     Ceilings,
@@ -29,6 +30,7 @@ from evals.harness.symbol_rules import (
     CUDA_ALLOWED_SYMBOLS,
     CUDA_DRIVER_ALLOWED_SYMBOLS,
 )
+from evals.harness.targets import fa3_draw
 from evals.harness.targets import fa3_problem as problem
 from evals.harness.targets.base import (
     AccuracyRule,
@@ -141,6 +143,18 @@ class Fa3Hopper(Target):
     def refill_query(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
         """Fresh standard-normal q from ``seed`` in the same buffer (fp8: the set's descale)."""
         problem.refill_query(self.params(scenario), inputs, seed)
+
+    def draw_contract(self, space: DrawSpace) -> tuple[str, dict[str, Any]]:
+        """A small drawn contract scenario (``fa3_draw``)."""
+        return fa3_draw.draw_params(space)
+
+    def value_scale(self, scenario: Scenario) -> float:
+        """The scenario's ``v_std``."""
+        return self.params(scenario).v_std
+
+    def rewrite_kv_part(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
+        """A few rows of one KV head of k and v (or the cache) rewritten in place."""
+        fa3_draw.rewrite(self.params(scenario), inputs, seed)
 
     def expected_output(self, scenario: Scenario) -> OutputSpec:
         """bf16, shaped like q, on the GPU."""

@@ -27,9 +27,10 @@ REFERENCE_CHUNK_ELEMENTS = 1 << 27  # float64 scores per reference chunk (1 GiB)
 class Fa3Params:
     """Parameters of one fa3_hopper scenario (see ``scripts/make_fa3_suites.py``).
 
-    The last four are optional and exercise contract clauses the original grid never did:
+    The last five are optional and exercise contract clauses the original grid never did:
     ``scale`` (``softmax_scale``; None: ``1 / sqrt(head_dim)``), ``qk_std`` (standard
-    deviation of q and k: large values overflow ``exp`` without max subtraction),
+    deviation of q and k: large values overflow ``exp`` without max subtraction), ``v_std``
+    (standard deviation of v: drawn scenarios reach bf16's range),
     ``seqlens_k`` (varlen key lengths when they differ from the query lengths ``seqlens``)
     and ``descale_spread`` (fp8: each (batch, KV head) group of q, k and v is scaled by
     ``2 ** u``, ``u`` uniform in ``[-spread, spread]``, before quantising, so the descales
@@ -54,6 +55,7 @@ class Fa3Params:
     qk_std: float = 1.0
     seqlens_k: tuple[int, ...] = ()
     descale_spread: float = 0.0
+    v_std: float = 1.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Fa3Params:
@@ -150,7 +152,10 @@ def make_timing_inputs(
 def make_inputs(
     p: Fa3Params, seed: int, device: str = "cuda", *, with_cache: bool = True
 ) -> dict[str, Any]:
-    """Random inputs for one call, deterministic in ``seed`` (standard normal, then dtype)."""
+    """Random inputs for one call, deterministic in ``seed`` (normal, then dtype).
+
+    q and k have standard deviation ``qk_std``, v ``v_std`` (1 unless the scenario says).
+    """
     gen = torch.Generator(device=device).manual_seed(seed)
 
     def randn(*shape: int, std: float = 1.0) -> torch.Tensor:
@@ -168,19 +173,19 @@ def make_inputs(
         out.update(
             q=randn(total_q, p.heads_q, p.head_dim, std=p.qk_std),
             k=randn(total_k, p.heads_kv, p.head_dim, std=p.qk_std),
-            v=randn(total_k, p.heads_kv, p.head_dim),
+            v=randn(total_k, p.heads_kv, p.head_dim, std=p.v_std),
         )
         return out
     if p.kind == "prefill":
         q = randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim, std=p.qk_std)
         k = randn(p.batch, p.seqlen_k, p.heads_kv, p.head_dim, std=p.qk_std)
-        v = randn(p.batch, p.seqlen_k, p.heads_kv, p.head_dim)
+        v = randn(p.batch, p.seqlen_k, p.heads_kv, p.head_dim, std=p.v_std)
         out.update(_maybe_fp8(p, gen, q=q, k=k, v=v))
         return out
     rows = p.cache_len + p.seqlen_new if with_cache else 1
     q = randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim, std=p.qk_std)
     kc = randn(p.batch, rows, p.heads_kv, p.head_dim, std=p.qk_std)
-    vc = randn(p.batch, rows, p.heads_kv, p.head_dim)
+    vc = randn(p.batch, rows, p.heads_kv, p.head_dim, std=p.v_std)
     if p.ragged_min is not None:
         lens = torch.randint(
             p.ragged_min, p.cache_len + 1, (p.batch,), generator=gen, device=device
@@ -193,7 +198,8 @@ def make_inputs(
     out.update({k: v for k, v in quant.items() if k.endswith("descale")})
     new_shape = (p.batch, p.seqlen_new, p.heads_kv, p.head_dim)
     out["k_new"] = randn(*new_shape, std=p.qk_std) if p.append else None
-    out["v_new"] = randn(p.batch, p.seqlen_new, p.heads_kv, p.head_dim) if p.append else None
+    v_new = randn(*new_shape, std=p.v_std) if p.append else None
+    out["v_new"] = v_new
     return out
 
 
