@@ -5,9 +5,10 @@ draws one call at random (from the run's secret seed: the worker cannot know whi
 its output, and requires both that it is the output committed to and that it is right for
 that call's inputs, which the parent rebuilds itself (the timing round's input set and the
 call's fresh q, by the rule the worker follows: :func:`evals.harness.worker_wall.call_inputs`).
-A process that skipped a fraction f of a batch's calls passes one batch with probability
-1 - f, and a check runs several batches. The digests' cost is timed here, on the parent's
-own copy of the fetched output, and subtracted from the batch's time.
+A process that skipped a fraction f of a batch's calls passes one verified batch with
+probability 1 - f; the first batches of a check are all verified, later ones at random. The
+digests' cost is timed here, on the parent's own copy of the fetched output, and subtracted
+from the batch's time.
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ from evals.harness.timing import call_seed
 from evals.harness.wall_clock import WallFailure
 from evals.harness.worker_wall import call_inputs, pool_size
 
-__all__ = ["BatchVerifier"]
+__all__ = ["ALWAYS_VERIFIED", "LATER_SHARE", "BatchVerifier"]
+
+ALWAYS_VERIFIED = 4
+"""The first batches of a check are all verified; after them, a random share."""
+LATER_SHARE = 0.25
+"""The share of later batches verified, drawn after each batch from the secret seed: a
+process that skips a fraction f of its calls in every batch escapes a check of b batches with
+(1 - f) ** (4 + (b - 4) / 4) at best, and every scenario is checked."""
 
 
 class BatchVerifier:
@@ -57,6 +65,7 @@ class BatchVerifier:
         self.timeout_s = timeout_s
         self.sets: list[Inputs] | None = None
         self.verified = 0
+        self.skipped = 0
         self.seconds = 0.0
         self._digest_per_call_s = float("inf")
 
@@ -71,6 +80,10 @@ class BatchVerifier:
         t0 = time.monotonic()
         try:
             index = self.rng.randrange(calls)
+            if self.verified >= ALWAYS_VERIFIED and self.rng.random() >= LATER_SHARE:
+                self.skipped += 1
+                known = self._digest_per_call_s
+                return known * calls if known != float("inf") else 0.0
             header, payload = self.session.client.request(
                 {"op": "wall", "outputs": [index]}, timeout_s=self.timeout_s
             )
@@ -92,7 +105,8 @@ class BatchVerifier:
 
     def describe(self) -> str:
         """What was verified, for the check's line."""
-        return f"{self.verified} batch outputs drawn at random after their batches verified"
+        drawn = f"{self.verified} of {self.verified + self.skipped} batches"
+        return f"{drawn} verified, one output each drawn at random after the batch"
 
     def _inputs(self, index: int, calls: int, fill_seed: int) -> Inputs:
         """Call ``index``'s inputs, rebuilt here as the worker built them."""
