@@ -34,8 +34,9 @@ def _session(device):
     ("issue", "failed"),
     [
         ({"candidate": 30.0, "fa3": 250.0}, False),
-        ({"candidate": 199.0, "fa3": 20.0}, False),  # the fixed cap: 200 us
-        ({"candidate": 320.0, "fa3": 100.0}, True),  # over max(200, 2 x 100)
+        ({"candidate": 399.0, "fa3": 20.0}, False),  # the fixed cap: 400 us (FA3's own
+        # Python interface took 290 us on a KV-cache append, judged against itself on the H200)
+        ({"candidate": 420.0, "fa3": 100.0}, True),  # over max(400, 2 x 100)
         ({"candidate": 480.0, "fa3": 250.0}, False),  # within 2 x the slowest upstream
         ({"candidate": 2000.0, "fa3": 250.0, "cudnn": 90.0}, True),
     ],

@@ -41,7 +41,7 @@ TIMED_CHECKS_PER_SET = 1
 """Timed outputs of each input set verified, chosen at random after the calls were made (a
 call skipping work on a fraction f of timed calls escapes one scenario with (1 - f)^3 at
 3 sets, and every scenario is checked; the strict re-run checks up to 16 per set)."""
-HOST_ISSUE_CAP_US = 200.0
+HOST_ISSUE_CAP_US = 400.0
 """GPU: host issue time (median, microseconds) a candidate call may always take."""
 HOST_ISSUE_UPSTREAM_FACTOR = 2.0
 """GPU: or up to this many times the slowest upstream's issue time on the scenario."""

@@ -395,7 +395,10 @@ def serve(sock: socket.socket, worker: Worker) -> None:
             header = {"ok": False, "failure": exc.failure.to_json(), "restart": exc.fatal}
             payload = b""
         finally:
-            if worker.target.device == "cuda":
+            # a wall-clock batch keeps its blocks cached for the next batch of the same check
+            # (allocating a prefill's outputs afresh each batch costs more than the calls)
+            keeps = req.get("op") == "wall" and not req.get("drop")
+            if worker.target.device == "cuda" and not keeps:
                 with contextlib.suppress(Exception):  # after a CUDA error this raises too
                     release_cached_memory()
         channel.send(sock, header, payload)

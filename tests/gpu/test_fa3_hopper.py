@@ -52,8 +52,10 @@ def test_self_check_fa3_against_itself():
                                               ("build_error.cu", Code.BUILD_ERROR)])
 def test_bad_kernels(kernel, code):
     v = evaluate(RunSettings("check", "fa3_hopper", BAD / kernel, suite="smoke", keep_going=True))
-    codes = [r.failure.code for r in v.results]
-    assert codes[0] == code and all(c is not None for c in codes), [r.failure for r in v.results]
+    codes = [r.failure.code if r.failure else None for r in v.results]
+    # a drawn scenario whose every row sees no key has an all-zero output: zeros are right there
+    study = [c for c, r in zip(codes, v.results, strict=True) if not r.scenario.contract]
+    assert codes[0] == code and all(c is not None for c in study), [r.failure for r in v.results]
     if code != Code.INACCURATE:  # a build error or a crash fails every scenario alike
         assert codes == [code] * len(codes)
 
