@@ -13,7 +13,7 @@ from inspect_ai import Task, task
 from evals.bench import TaskArgs, target_task, task_arguments
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 8  # 2: symbols read from the candidate's objects; dispatcher lookups forbidden;
+TASK_VERSION = 9  # 2: symbols read from the candidate's objects; dispatcher lookups forbidden;
 # 3: a fresh q before every timed call (a cache keyed on input contents gained 9x);
 # 4: unconverged timing re-timed once; one harness run at a time per device (a lock)
 # 5: suites add seqlen_q != seqlen_k, lengths 1 and primes, non-default scales, large q/k
@@ -26,6 +26,11 @@ TASK_VERSION = 8  # 2: symbols read from the candidate's objects; dispatcher loo
 # 8: the upstreams are timed after the candidate's process is killed (nothing it leaves
 # behind can slow them), from the seeds of its own last round; wall-clock batches on the
 # timed input sets; more standard and toolkit headers allowed (the contract lists them)
+# 9: integrity III: wall-clock batches verified by the parent (digests, a random output), its
+# own channel cost; writes confined to a private folder (Landlock) and a footprint check;
+# contract scenarios drawn from the seed, a partial k/v rewrite probe, headline over study
+# scenarios only; upstream outliers re-timed side by side; harness faults error the sample;
+# steady_clock allowed
 TARGET = "cpu_attention"
 
 register_unqualified(__name__)

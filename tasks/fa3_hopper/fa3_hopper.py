@@ -14,7 +14,7 @@ from inspect_ai import Task, task
 from evals.bench import TaskArgs, target_task, task_arguments
 from evals.bench.registry import register_unqualified
 
-TASK_VERSION = 9  # 2: symbol and GPU trace checks on; 3: one trace session after all timing;
+TASK_VERSION = 10  # 2: symbol and GPU trace checks on; 3: one trace session after all timing;
 # 4: roofline floors allow 1.25x the measured ceilings (upstreams beat the copy rate);
 # 5: device time (host issue work hidden behind a spin) instead of host-inclusive time:
 # start.cu 0.285x -> 0.179x FA3 on dev; host issue cap; a fresh q before every timed call;
@@ -30,6 +30,12 @@ TASK_VERSION = 9  # 2: symbol and GPU trace checks on; 3: one trace session afte
 # 9: the upstreams are timed after the candidate's process is killed (nothing it leaves
 # behind can slow them), from the seeds of its own last round; wall-clock batches on the
 # timed input sets; more standard and toolkit headers allowed (the contract lists them)
+# 10: integrity III: wall-clock batches verified by the parent (digests, a random output), its
+# own channel cost, allowance per request not per call; writes confined to a private folder
+# (Landlock) and a footprint check; contract scenarios drawn from the seed, a partial k/v
+# rewrite probe, headline over the 26/182 study scenarios only; upstream outliers re-timed
+# side by side; TMA through the driver's tensor-map encoders, events and clocks allowed;
+# host-issue cap 400 us; harness faults error the sample
 TARGET = "fa3_hopper"
 
 register_unqualified(__name__)
