@@ -30,7 +30,8 @@ from evals.harness.session import Tally
 from evals.harness.targets import get_target
 from evals.harness.timing import TimingStats
 from evals.harness.verdict import ScenarioResult
-from evals.harness.wall_clock import CPU_WALL, GPU_WALL, Batch, bound_us, judge, read
+from evals.harness.wall_clock import Batch, bound_us, judge, read
+from evals.harness.wall_settings import CPU_WALL, GPU_WALL
 from evals.harness.worker import CandidateError, WallBatches
 from tests.helpers import ROOT, START_CPU, run_harness
 

@@ -26,8 +26,8 @@ from evals.harness.wall_clock import (
     judge,
     measure,
     reported_us,
-    wall_settings,
 )
+from evals.harness.wall_settings import wall_settings
 from evals.harness.wall_verify import BatchVerifier
 from evals.harness.worker_wall import KEEP_BYTES
 

@@ -47,83 +47,10 @@ from evals.harness.channel import Buffer
 from evals.harness.failures import Code, Failure
 from evals.harness.session import derive_seed
 from evals.harness.timing import TimingStats
+from evals.harness.wall_settings import GROWTH, WallSettings
 
 Clock = Callable[[], float]
 """Seconds; the parent's :func:`time.perf_counter` outside tests."""
-
-
-@dataclass(frozen=True)
-class WallSettings:
-    """How the wall-clock check sizes its batches, and how far it lets U exceed the reports.
-
-    Attributes:
-        tolerance: Relative excess of U over the reported figure allowed (0.5 = 50%).
-        margin_us: Absolute excess allowed per call, microseconds: timer granularity and
-            launch gaps; small, so the bound scales with the call's length.
-        overhead_us: Excess allowed per batch request, microseconds, spread over its calls:
-            the worker's own handling of the request (dispatch, the final synchronise, the
-            digests' allocation) that the parent's no-op cannot subtract.
-        batch_us: Aim of one batch's duration, microseconds: long against the channel's
-            jitter, short enough that some batch of a round runs undisturbed on a busy host.
-        min_calls: Calls in a batch at least; the first batch has exactly this many, and the
-            next are sized from the larger of the reported figure and the parent's own
-            reading so far, so a call far slower than it claims cannot run a batch for long.
-        max_calls: Calls in a batch at most (each prepares its own fresh q first).
-        batches: Batches in the first round (the first, small one included).
-        budget_s: Seconds of the first round after which no further batch starts, once one
-            batch of the planned size has run (a slow call's round is its first batch alone).
-        retries: Rounds run after a round that fails, each with twice the batches of the one
-            before, until one passes: noise only makes U larger, so more batches can only
-            bring an honest U down to the truth and never a lying one below it.
-        max_s: Seconds after which no further round starts.
-        serial: Whether the reported figure is device + host issue time (a GPU: a call that
-            synchronises cannot overlap the two) rather than the larger of them (the CPU,
-            whose issue time is the work itself); see :func:`reported_us`.
-    """
-
-    tolerance: float
-    margin_us: float
-    overhead_us: float
-    batch_us: float
-    serial: bool = False
-    min_calls: int = 2
-    max_calls: int = 1000
-    batches: int = 8
-    budget_s: float = 0.1
-    retries: int = 3
-    max_s: float = 5.0
-
-
-CPU_WALL = WallSettings(tolerance=0.5, margin_us=2.0, overhead_us=400.0, batch_us=2_000.0)
-"""CPU targets. On a busy two-core host, calls back to back run slower than the timing loop's
-separate calls, even by the worker's own clock: the median per-call time of batches of 2-8
-calls measured 2-3x the timed median with other tests running and 8-18x with two more busy
-processes, while the best of 15 such batches stayed within 1.0x. So: short batches, many of
-them, more rounds when one fails. With four times more runnable processes than cores, the
-best of 67 batches of a 24 us call still came out at 41 us per call over 57 calls (1.7x,
-the worker's own figure agreeing): a tolerance of 1.5x, the rest of the bound per request."""
-GPU_WALL = WallSettings(
-    tolerance=0.25,
-    margin_us=2.0,
-    overhead_us=100.0,
-    batch_us=5_000.0,
-    serial=True,
-    max_calls=256,
-    batches=4,
-    max_s=3.0,
-)
-"""GPU targets: a dedicated device, so fewer, longer batches. The figure is device + host
-issue time; up to 256 calls a batch (each fresh q costs a few launches to prepare: 256 keeps
-that near the batch's own time)."""
-
-
-GROWTH = 4
-"""A batch has at most this many times the calls of the largest batch before it."""
-
-
-def wall_settings(device: str) -> WallSettings:
-    """The settings for a target's device kind (``cpu`` or ``cuda``)."""
-    return GPU_WALL if device == "cuda" else CPU_WALL
 
 
 @dataclass(frozen=True)

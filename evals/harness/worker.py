@@ -39,6 +39,7 @@ from evals.harness.guards import (
 )
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target, get_target
+from evals.harness.timed_outputs import TimedOutputs
 from evals.harness.timing import Timer, TimingSettings, call_seed, measure
 from evals.harness.trace import Recorder
 from evals.harness.worker_wall import WallBatches
@@ -66,7 +67,7 @@ class Worker:
         self.earlier: list[torch.Tensor] = []
         self.earlier_inputs: list[Inputs] = []
         self._timer: Timer | None = None
-        self.timed = _TimedOutputs(0)
+        self.timed = TimedOutputs(0)
 
     def load_candidate(self, library: str) -> None:
         """Load the candidate's library (its static initialisers run here) and find its ops."""
@@ -165,7 +166,7 @@ class Worker:
         """
         scenario = Scenario(**req["scenario"])
         inputs = self.target.make_timing_inputs(scenario, list(req["seeds"]))
-        self.timed = _TimedOutputs(KEEP_TIMED_BYTES)
+        self.timed = TimedOutputs(KEEP_TIMED_BYTES)
         impls: dict[str, list[Callable[[], object]]] = {}
         if req.get("candidate", True):
             impls["candidate"] = [self.timed.wrap(self.prepare(inp)) for inp in inputs]
@@ -223,7 +224,7 @@ class Worker:
         chosen = [self.timed.outputs[t] for t in req["trials"] if t in self.timed.outputs]
         if len(chosen) != len(req["trials"]):
             raise CandidateError(Failure(Code.WRONG_SIGNATURE, "a timed call returned no Tensor"))
-        self.timed = _TimedOutputs(0)
+        self.timed = TimedOutputs(0)
         metas, payload = channel.pack_tensors(chosen)
         return {"ok": True, "tensors": metas}, payload
 
@@ -325,45 +326,6 @@ def _spread(runs: list[torch.Tensor]) -> tuple[float, float]:
     """Largest difference between runs on the same input, and the output's largest magnitude."""
     spread = max(float((r - runs[0]).abs().max()) for r in runs[1:])
     return spread, float(runs[0].abs().max())
-
-
-class _TimedOutputs:
-    """The outputs of timed candidate calls, by trial, until the parent picks which to check.
-
-    Kept within ``cap_bytes``: past it, a kept output is dropped at random (an OS-seeded
-    generator, not the run's seeds), so which outputs survive cannot be predicted either.
-    """
-
-    def __init__(self, cap_bytes: int) -> None:
-        self.cap_bytes = cap_bytes
-        self.outputs: dict[int, torch.Tensor] = {}
-        self._trial: int | None = None
-        self._rng = random.SystemRandom()
-
-    def expect(self, trial: int | None) -> None:
-        """The next call is timed trial ``trial`` of the candidate (None: not the candidate)."""
-        self._trial = trial
-
-    def wrap(self, fn: Callable[[], torch.Tensor]) -> Callable[[], None]:
-        """``fn``, keeping its output when it is a timed call (warm-up calls are not)."""
-
-        def run() -> None:
-            out, trial = fn(), self._trial
-            self._trial = None
-            if trial is None or not isinstance(out, torch.Tensor):
-                if trial is not None:
-                    raise CandidateError(
-                        Failure(Code.WRONG_SIGNATURE, "a timed call returned no Tensor")
-                    )
-                return
-            self.outputs[trial] = out
-            while len(self.outputs) > 1 and self._bytes() > self.cap_bytes:
-                del self.outputs[self._rng.choice(sorted(self.outputs))]
-
-        return run
-
-    def _bytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.outputs.values())
 
 
 def serve(sock: socket.socket, worker: Worker) -> None:
