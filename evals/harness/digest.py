@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-__all__ = ["DIGEST_RTOL", "digests", "matches"]
+__all__ = ["DIGEST_RTOL", "digests", "matches", "warm"]
 
 DIGEST_RTOL = 1e-9
 """Relative agreement two honest projections of one output reach (the products are rounded
@@ -46,6 +46,14 @@ def _vector(numel: int, seed: int, device: torch.device) -> torch.Tensor | np.nd
             gen = torch.Generator(device=device).manual_seed(seed)
             _VECTORS[key] = torch.randn(numel, generator=gen, device=device, dtype=torch.float64)
     return _VECTORS[key]
+
+
+def warm(numel: int, seed: int, device: str | torch.device) -> None:
+    """Make the vector for outputs of ``numel`` elements on ``device`` now, outside any clock."""
+    where = torch.device(device)
+    if where.type == "cuda" and where.index is None:  # outputs name their device's index
+        where = torch.device("cuda", torch.cuda.current_device())
+    _vector(numel, seed, where)
 
 
 def _as_float64(output: torch.Tensor) -> np.ndarray:

@@ -280,8 +280,10 @@ def run_round(
     calls = _next_calls(before, reported, settings, plan.max_calls)
     while len(batches) < (settings.batches if count is None else count):
         fill_seed = derive_seed(seed, "fill", len(batches))
-        digest_seed = derive_seed(seed, "digest", len(batches))
-        fill = {"op": "wall", "fill": calls, "seed": fill_seed}
+        # one projection vector per check, made while the calls are prepared (a fresh one per
+        # batch would put its generation, milliseconds for a large output, inside the clock)
+        digest_seed = derive_seed(seed, "digest")
+        fill = {"op": "wall", "fill": calls, "seed": fill_seed, "digest_seed": digest_seed}
         client.request(fill, timeout_s=plan.timeout_s)
         noop = {"op": "wall", "n": 0}
         worker_ping = _round_trip(client, noop, plan.timeout_s, clock)[0]
