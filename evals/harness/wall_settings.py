@@ -52,14 +52,16 @@ class WallSettings:
     max_s: float = 5.0
 
 
-CPU_WALL = WallSettings(tolerance=0.5, margin_us=2.0, overhead_us=400.0, batch_us=2_000.0)
+CPU_WALL = WallSettings(tolerance=1.0, margin_us=2.0, overhead_us=400.0, batch_us=2_000.0)
 """CPU targets. On a busy two-core host, calls back to back run slower than the timing loop's
 separate calls, even by the worker's own clock: the median per-call time of batches of 2-8
 calls measured 2-3x the timed median with other tests running and 8-18x with two more busy
-processes, while the best of 15 such batches stayed within 1.0x. So: short batches, many of
-them, more rounds when one fails. With four times more runnable processes than cores, the
-best of 67 batches of a 24 us call still came out at 41 us per call over 57 calls (1.7x,
-the worker's own figure agreeing): a tolerance of 1.5x, the rest of the bound per request."""
+processes. So: short batches, many of them, more rounds when one fails. With every batch's
+outputs kept for the parent to verify (written to fresh memory, not the cache-warm block
+the timing loop reuses), the best of up to 117 batches of honest kernels still came out at
+1.3-1.5x the timed median beside a test run (the worker's own figure agreeing), and 1.5x
+rejected an honest kernel in the arms test: a tolerance of 2x, the rest of the bound per
+request."""
 GPU_WALL = WallSettings(
     tolerance=0.25,
     margin_us=2.0,
