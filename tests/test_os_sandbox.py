@@ -100,7 +100,7 @@ def test_gpu_policy_lets_threads_start_and_temporary_files_be_written():
     proc = run_sandboxed("cuda", GPU_WORK)
     assert proc.returncode == 0, proc.stderr[-2000:]
     record, found = (json.loads(line) for line in proc.stdout.splitlines()[-2:])
-    assert "files writable" in record["seccomp"] and "threads allowed" in record["seccomp"]
+    assert "file writes allowed" in record["seccomp"] and "threads allowed" in record["seccomp"]
     assert found == {"thread": "ran", "temp_file": "{}"}
 
 
