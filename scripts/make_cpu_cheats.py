@@ -460,12 +460,18 @@ def corpus() -> dict[str, str]:
     return {**CHEATS, "honest_split_kv.cpp": HONEST_HEAD + HONEST_BODY + REG}
 
 
+HAND_WRITTEN = {"timer_forge.cpp", "wall_batch_skip.cpp", "write_escape.cpp"}
+"""The hostile-process cheats (integrity III, classes 1 and 2): kept as written, not generated
+(each walks loaded ELF images at run time; tests/test_hostile_process.py judges them)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args(argv)
     files = corpus()
-    stale = sorted({p.name for p in OUT.glob("*.cpp")} - set(files)) if args.check else []
+    found = {p.name for p in OUT.glob("*.cpp")} - HAND_WRITTEN
+    stale = sorted(found - set(files)) if args.check else []
     for name, text in files.items():
         path = OUT / name
         if args.check:

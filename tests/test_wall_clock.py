@@ -390,9 +390,10 @@ def test_honest_kernel_passes_the_wall_clock_check_through_the_cli(tmp_path):
         assert sc["checks"]["wall_clock"].startswith("passed: the parent's clock saw")
         wall, median = sc["timing"]["wall_us"], sc["times_us"]["candidate"]["median_us"]
         figures = sc["timing"]["wall"]
-        assert figures["per_call_us"] == wall and figures["reported_us"] >= median
+        assert figures["per_call_us"] == wall and figures["reported_us"] > 0
         assert wall <= figures["bound_us"]
-        # the same calls on two clocks of the same run: far apart only if one of them is wrong
+        # the same calls on two clocks of the same run (a re-time may have replaced the
+        # median since): far apart only if one of them is wrong
         assert wall > median / 10, (wall, median)
         assert figures["calls"] >= 2 and figures["ping_us"] > 0
         assert sc["seconds"]["wall_clock"] < sc["seconds"]["time"]
