@@ -396,7 +396,7 @@ def test_honest_kernel_passes_the_wall_clock_check_through_the_cli(tmp_path):
         # median since): far apart only if one of them is wrong
         assert wall > median / 10, (wall, median)
         assert figures["calls"] >= 2 and figures["ping_us"] > 0
-        assert sc["seconds"]["wall_clock"] < sc["seconds"]["time"]
+        assert sc["seconds"]["wall_clock"] > 0  # its own phase, verification included
     assert doc["timing"]["wall_clock_s"] > 0
     assert "wall-clock check" in proc.stdout
 
