@@ -7,6 +7,7 @@ cost measured by the parent (:mod:`evals.harness.channel_cost`), and records wha
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 
@@ -80,7 +81,7 @@ def check(
     sets = list(seeds or [seed])
     verifier = BatchVerifier(session, scenario, sets, key=key, timeout_s=timeout)
     out = session.target.expected_output(scenario)
-    out_bytes = max(1, _numel(out.shape) * out.dtype.itemsize)
+    out_bytes = max(1, math.prod(out.shape) * out.dtype.itemsize)
     plan = Plan(
         ping_s=channel_cost.round_trip_s(),
         verify=verifier,
@@ -144,10 +145,3 @@ def _record(
         f"+ {bound - reported * (1 + settings.tolerance):.1f} us"
     )
     return None
-
-
-def _numel(shape: Sequence[int]) -> int:
-    n = 1
-    for dim in shape:
-        n *= int(dim)
-    return n
