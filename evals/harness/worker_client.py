@@ -287,9 +287,13 @@ class WorkerClient:
         folder, self.private_dir = self.private_dir, None
         if folder is None or (self.proc is not None and self.proc.poll() is None):
             return
-        for path in sorted(p for p in folder.rglob("*") if not p.is_dir()):
-            size = path.lstat().st_size
-            self.left_behind.append(f"{path.relative_to(folder)} ({size} bytes)")
+        # never through a link the candidate left there (one to / would walk the whole disk)
+        for top, dirs, names in os.walk(folder, followlinks=False):
+            links = [d for d in dirs if Path(top, d).is_symlink()]  # reported, not entered
+            for name in sorted([*names, *links]):
+                path = Path(top, name)
+                size = path.lstat().st_size
+                self.left_behind.append(f"{path.relative_to(folder)} ({size} bytes)")
         shutil.rmtree(folder, ignore_errors=True)
 
     def _keep_output(self) -> None:
