@@ -291,15 +291,20 @@ def run_round(
         wall, header = _round_trip(client, batch, plan.timeout_s, clock)
         digest_s = 0.0
         if plan.verify is not None:
-            digests = header.get("digests")
-            if not isinstance(digests, list) or len(digests) != calls:
-                got = len(digests) if isinstance(digests, list) else "no"
+            raw = header.get("digests")  # the candidate's process wrote it: numbers or a fail
+            numbers = isinstance(raw, list) and all(
+                isinstance(d, int | float) and not isinstance(d, bool) for d in raw
+            )
+            digests = [float(d) for d in raw] if isinstance(raw, list) and numbers else []
+            if len(digests) != calls:
+                got = len(raw) if isinstance(raw, list) else "no"
                 reason = f"a wall-clock batch of {calls} calls answered {got} digests"
                 raise WallFailure(Failure(Code.TIMING_MISMATCH, reason))
             digest_s = plan.verify(
                 calls=calls, fill_seed=fill_seed, digest_seed=digest_seed, digests=digests
             )
-        worker_s = float(header.get("batch_s", 0.0))
+        said = header.get("batch_s")
+        worker_s = float(said) if isinstance(said, int | float) else 0.0  # the record only
         batches.append(Batch(calls, wall, plan.ping_s, worker_s, digest_s, worker_ping))
         calls = _next_calls([*before, *batches], reported, settings, plan.max_calls)
         planned = any(b.calls >= calls for b in batches)
