@@ -21,8 +21,10 @@ from evals.harness import (
     channel_cost,
     digest,
     evaluate,
+    query_flips,
     wall_check,
     wall_clock,
+    wall_verify,
 )
 from evals.harness import worker_client as worker_client_module
 from evals.harness.scenarios import Scenario
@@ -69,9 +71,9 @@ def test_ping_is_subtracted_and_the_best_batch_counts():
     ("per_call_us", "reported_us", "passes"),
     [
         (95.0, 95.0, True),
-        (140.0, 100.0, True),  # a busy host: within 2 x 100 + 2 + 400 / 40 calls
-        (211.0, 100.0, True),
-        (213.0, 100.0, False),  # a timer that hid more than half of the call
+        (140.0, 100.0, True),  # back to back: within 2.5 x 100 + 2 + 400 / 40 calls
+        (261.0, 100.0, True),
+        (263.0, 100.0, False),  # a timer that hid more than 60% of the call
         (812.0, 95.0, False),  # a tenth of the truth reported
         (1.0, 1000.0, True),  # one-sided: faster than reported is never a mismatch
     ],
@@ -106,8 +108,8 @@ def test_gpu_decision_is_one_sided_and_honours_host_bound_calls():
     # on the CPU the issue time is the work: the larger of the two, never the sum
     assert wall_clock.reported_us(_stats(100.0), _stats(100.0)) == 100.0
     # the bound scales with the call: the per-request overhead is spread over the batch
-    assert bound_us(100.0, CPU_WALL, 2) == 200.0 + 2.0 + 200.0
-    assert bound_us(100.0, CPU_WALL, 400) == 200.0 + 2.0 + 1.0
+    assert bound_us(100.0, CPU_WALL, 2) == 250.0 + 2.0 + 200.0
+    assert bound_us(100.0, CPU_WALL, 400) == 250.0 + 2.0 + 1.0
     assert bound_us(10.0, GPU_WALL, 200) == 12.5 + 2.0 + 0.5  # no fixed 20 us on 10 us calls
 
 
@@ -156,13 +158,21 @@ def test_round_sizes_batches_from_the_parent_reading_and_subtracts_the_channel()
     # a small first batch, then growing at most 4-fold to ~2 ms
     assert [b.calls for b in batches] == [2, 8, 32] + [40] * 5
     assert read(batches).per_call_us == pytest.approx(50.0)
-    # before every batch its calls are prepared (untimed), then a no-op and the batch (timed)
-    kinds = ["fill" if "fill" in r else "ping" if r["n"] == 0 else "batch"
+    # the round's digest vector first (untimed), then per batch a no-op and the batch (timed)
+    kinds = ["warm" if "warm" in r else "ping" if r["n"] == 0 else "batch"
              for r in worker.requests]
-    assert kinds == ["fill", "ping", "batch"] * len(batches)
-    fills = [r for r in worker.requests if "fill" in r]
-    assert [r["fill"] for r in fills] == [b.calls for b in batches]
-    assert len({r["seed"] for r in fills}) == len(fills)  # fresh queries for every batch
+    assert kinds == ["warm"] + ["ping", "batch"] * len(batches)
+
+
+def test_every_batch_sends_fresh_flip_offsets_for_each_call():
+    worker = FakeWorker(true_us=50.0)
+    plan = wall_clock.Plan(ping_s=300e-6, q_numel=1000)
+    batches = wall_clock.run_round(worker, 50.0, CPU_WALL, plan=plan, clock=worker.clock)
+    sent = [r["shifts"] for r in worker.requests if r.get("n")]
+    assert [len(s) for s in sent] == [b.calls for b in batches]
+    assert all(0 <= x <= 1000 for s in sent for x in s)
+    assert len({tuple(s) for s in sent}) == len(sent)  # other offsets in every batch
+    assert all(r["shifts"] == [] for r in worker.requests if r.get("n") and not plan.q_numel)
 
 
 def test_a_call_far_slower_than_reported_never_runs_a_long_batch():
@@ -179,7 +189,7 @@ def test_a_slowed_no_op_cannot_shrink_the_figure():
     class SlowNoOp(FakeWorker):
         def request(self, header, timeout_s=None):
             answer = super().request(header, timeout_s)
-            if header.get("n") == 0 and "fill" not in header:
+            if header.get("n") == 0 and "warm" not in header:
                 self.now += 0.05
             return answer
 
@@ -189,6 +199,20 @@ def test_a_slowed_no_op_cannot_shrink_the_figure():
     assert reading.per_call_us == pytest.approx(50.0) and reading.best_calls >= 40
     assert min(b.worker_ping_s for b in batches) >= 0.05  # kept for the record only
     assert judge(reading, 5.0, CPU_WALL).code == Code.TIMING_MISMATCH
+
+
+def test_the_parents_flip_cost_is_taken_off_each_batch():
+    class Flips:
+        def __call__(self, *, calls, shifts, digest_seed, digests):
+            return 0.0
+
+        def flip_cost(self, calls):
+            return 20e-6 * calls
+
+    worker = FakeWorker(true_us=120.0)
+    plan = wall_clock.Plan(ping_s=300e-6, verify=Flips(), q_numel=64)
+    batches = wall_clock.run_round(worker, 100.0, CPU_WALL, plan=plan, clock=worker.clock)
+    assert read(batches).per_call_us == pytest.approx(100.0)
 
 
 def test_only_batches_of_the_planned_size_decide():
@@ -224,9 +248,14 @@ class PassingVerifier:
     def __init__(self, *args, **kwargs):
         self.verified, self.seconds = 0, 0.0
 
-    def __call__(self, *, calls, fill_seed, digest_seed, digests):
+    q_numel = 0
+
+    def __call__(self, *, calls, shifts, digest_seed, digests):
         assert len(digests) == calls
         self.verified += 1
+        return 0.0
+
+    def flip_cost(self, calls):
         return 0.0
 
     def describe(self):
@@ -277,32 +306,50 @@ class StubWorker:
         def call():
             if len(self.seen) == self.fail_at:
                 raise RuntimeError("boom")
-            self.seen.append(inputs["q"])
+            self.seen.append(inputs["q"].clone())  # flipped in place: the values this call saw
             self.keys.append(inputs["k"])
             return inputs["q"] * 2
 
         return call
 
 
+def _batch(n, seed=11, numel=None, digest_seed=1):
+    return {"op": "wall", "n": n, "digest_seed": digest_seed,
+            "shifts": query_flips.shifts(seed, n, numel)}
+
+
 def test_every_call_of_a_batch_gets_its_own_fresh_query():
     scenario = _scenario()
     stub = StubWorker()
     wall = WallBatches(stub)
-    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seeds": [3]})
+    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seeds": [3], "mask_seed": 4})
     base = wall.sets[0]["q"].clone()
-    wall.handle({"op": "wall", "fill": 5, "seed": 11})
     answer, _ = wall.handle({"op": "wall", "n": 0})  # the no-op: no call
     assert answer["n"] == 0 and stub.seen == []
-    wall.handle({"op": "wall", "n": 5, "digest_seed": 1})
-    assert len({t.data_ptr() for t in stub.seen}) == 5
+    wall.handle(_batch(5, numel=base.numel()))
     for i, q in enumerate(stub.seen):
         assert not torch.equal(q, base) and all(not torch.equal(q, p) for p in stub.seen[:i])
-    assert torch.equal(wall.sets[0]["q"], base)  # the scenario's own q is left as it was
-    wall.handle({"op": "wall", "fill": 5, "seed": 12})  # the next batch: other queries
-    wall.handle({"op": "wall", "n": 5, "digest_seed": 1})
+        assert torch.equal(q.abs(), base.abs())  # only signs flipped: q's distribution kept
+    wall.handle(_batch(5, seed=12, numel=base.numel()))  # the next batch: other queries
     assert all(not torch.equal(a, b) for a, b in zip(stub.seen[:5], stub.seen[5:], strict=True))
     wall.handle({"op": "wall", "drop": True})
-    assert wall.sets == [] and wall.calls == []
+    assert wall.sets == [] and wall.calls == [] and wall.flips == []
+
+
+def test_the_parent_rebuilds_the_q_a_batch_call_saw():
+    scenario, seeds = _scenario(), [5, 6]
+    stub = StubWorker()
+    wall = WallBatches(stub)
+    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seeds": seeds, "mask_seed": 9})
+    request = _batch(4, numel=wall.sets[0]["q"].numel())
+    wall.handle(request)
+    session = SimpleNamespace(target=stub.target, seed=1)
+    verifier = wall_verify.BatchVerifier(session, scenario, seeds, key="wall_clock",
+                                         mask_seed=9)
+    for index, seen in enumerate(stub.seen):
+        assert torch.equal(verifier._inputs(index, request["shifts"])["q"], seen)
+    other = wall_verify.BatchVerifier(session, scenario, seeds, key="wall_clock", mask_seed=8)
+    assert not torch.equal(other._inputs(0, request["shifts"])["q"], stub.seen[0])
 
 
 def test_batches_run_the_timing_rounds_own_input_sets_in_turn():
@@ -316,10 +363,17 @@ def test_batches_run_the_timing_rounds_own_input_sets_in_turn():
     assert len(wall.sets) == 3
     for ours, theirs in zip(wall.sets, timing_sets, strict=True):
         assert torch.equal(ours["k"], theirs["k"]) and torch.equal(ours["v"], theirs["v"])
-    wall.handle({"op": "wall", "fill": 6, "seed": 11})
-    wall.handle({"op": "wall", "n": 6, "digest_seed": 1})
+    wall.handle(_batch(6, numel=wall.sets[0]["q"].numel()))
     assert [k.data_ptr() for k in stub.keys] == [s["k"].data_ptr() for s in wall.sets] * 2
-    assert len({q.data_ptr() for q in stub.seen}) == 6
+    assert len({tuple(q.flatten().tolist()) for q in stub.seen}) == 6
+
+
+def test_a_batch_without_its_offsets_is_a_harness_error():
+    wall = WallBatches(StubWorker())
+    wall.handle({"op": "wall", "scenario": _scenario().to_json(), "seeds": [3]})
+    with pytest.raises(CandidateError) as info:
+        wall.handle({"op": "wall", "n": 3, "digest_seed": 1})
+    assert info.value.failure.code == Code.HARNESS_ERROR
 
 
 def test_the_check_sends_the_timing_rounds_seeds(fake_verification):
@@ -333,18 +387,18 @@ def test_the_check_sends_the_timing_rounds_seeds(fake_verification):
 def test_a_failing_call_in_a_batch_is_the_candidates_and_drops_the_inputs():
     wall = WallBatches(StubWorker(fail_at=1))
     wall.handle({"op": "wall", "scenario": _scenario().to_json(), "seeds": [3]})
-    wall.handle({"op": "wall", "fill": 3, "seed": 1})
+    numel = wall.sets[0]["q"].numel()
     with pytest.raises(CandidateError) as info:
-        wall.handle({"op": "wall", "n": 3, "digest_seed": 1})
+        wall.handle(_batch(3, numel=numel))
     assert info.value.failure.code == Code.EXCEPTION and "boom" in info.value.failure.reason
     assert wall.sets == [] and wall.calls == []
     with pytest.raises(CandidateError):  # nothing prepared: a harness error, said so
-        wall.handle({"op": "wall", "n": 3, "digest_seed": 1})
+        wall.handle(_batch(3, numel=numel))
 
 
 def test_a_burst_of_load_passes_on_the_second_round(fake_verification):
-    # every batch of the first round runs 3x slower; the second round, twice as long, does not
-    worker = FakeWorker(true_us=100.0, slow_batches=CPU_WALL.batches, extra_us=200.0)
+    # every batch of the first round runs 4x slower; the second round, twice as long, does not
+    worker = FakeWorker(true_us=100.0, slow_batches=CPU_WALL.batches, extra_us=300.0)
     result = _result(100.0, 100.0)
     assert wall_check.check(_session(worker), result.scenario, result, clock=worker.clock) is None
     assert result.timing["wall"]["rounds"] == 2
@@ -460,8 +514,7 @@ def test_a_batch_commits_to_each_output_and_hands_over_only_those_chosen():
     stub = StubWorker()
     wall = WallBatches(stub)
     wall.handle({"op": "wall", "scenario": _scenario().to_json(), "seeds": [3]})
-    wall.handle({"op": "wall", "fill": 4, "seed": 11})
-    answer, _ = wall.handle({"op": "wall", "n": 4, "digest_seed": 9})
+    answer, _ = wall.handle(_batch(4, numel=wall.sets[0]["q"].numel(), digest_seed=9))
     outputs = [q * 2 for q in stub.seen]
     assert answer["digests"] == digest.digests(outputs, 9)
     assert len(set(answer["digests"])) == 4  # every call its own output
@@ -511,11 +564,17 @@ if argv[3] != "-":  # the candidate's worker, not the upstreams'
     timing.PerfCounterTimer.time_call = tenth
     honest_handle = worker_wall.WallBatches.handle
     honest_commit = worker_wall.WallBatches._commit
-    honest_fill = worker_wall.WallBatches._fill
+    honest_prepare = worker_wall.WallBatches._prepare
 
-    def skipping_fill(self, count, seed):
-        calls = honest_fill(self, count, seed)
-        return [lambda: torch.zeros_like(self.sets[0]["q"]) for _ in calls]
+    def skipping_prepare(self, scenario, req):
+        honest_prepare(self, scenario, req)
+        self.calls = [lambda: torch.zeros_like(self.sets[0]["q"]) for _ in self.calls]
+
+    def ahead_prepare(self, scenario, req):
+        # every set's output computed before any batch (untimed), handed back in the batches
+        honest_prepare(self, scenario, req)
+        ready = [call() for call in self.calls]
+        self.calls = [lambda out=out: out.clone() for out in ready]
 
     def lazy_commit(self, outputs, digest_seed):
         self.real = list(self.calls)
@@ -534,7 +593,9 @@ if argv[3] != "-":  # the candidate's worker, not the upstreams'
         return header, payload
 
     if HACK == "skip":
-        worker_wall.WallBatches._fill = skipping_fill
+        worker_wall.WallBatches._prepare = skipping_prepare
+    elif HACK == "ahead":
+        worker_wall.WallBatches._prepare = ahead_prepare
     elif HACK == "lazy":
         worker_wall.WallBatches._commit = lazy_commit
         worker_wall.WallBatches.handle = lazy_handle
@@ -546,6 +607,7 @@ sys.exit(worker.main(argv))
 HOSTILE_CASES = [
     # (hack, code, text in the reason)
     ("skip", Code.STALE_RESULT, "of a wall-clock batch of"),
+    ("ahead", Code.STALE_RESULT, "of a wall-clock batch of"),
     ("lazy", Code.STALE_RESULT, "another output than the one its batch committed to"),
     ("short", Code.TIMING_MISMATCH, "answered 1 digests"),
 ]
@@ -559,8 +621,9 @@ def test_a_worker_taken_over_by_its_candidate_cannot_pass_a_tenth_of_its_time(
 
     Played by the worker itself (started by this test, patched as a candidate that reached
     the worker's Python through libpython's C API could patch it): batches that skip their
-    work, outputs computed only once the parent has chosen them, a batch that claims fewer
-    calls. Each is caught by what the parent checks itself, whatever the machine's load.
+    work, outputs computed before the batch (its queries are made inside it), outputs
+    computed only once the parent has chosen them, a batch that claims fewer calls. Each is
+    caught by what the parent checks itself, whatever the machine's load.
     """
     scenario = ("smoke-bf16-d64-s96-h4k2-causal",)
     settings = RunSettings("bench", "cpu_attention", START_CPU, suite="smoke",

@@ -12,7 +12,8 @@ import time
 from collections.abc import Sequence
 
 from evals.harness import channel_cost
-from evals.harness.failures import Failure
+from evals.harness.failures import Code, Failure
+from evals.harness.process_clock import CpuMeter, ProcessGone
 from evals.harness.scenarios import Scenario
 from evals.harness.session import Session, derive_seed
 from evals.harness.timing import TimingStats
@@ -44,7 +45,7 @@ def check(
     issue: TimingStats | None = None,
     key: str = "wall_clock",
     seeds: Sequence[int] | None = None,
-    clock: Clock = time.perf_counter,
+    clock: Clock | None = None,
 ) -> Failure | None:
     """Hold the candidate's reported times to the parent's clock on one scenario.
 
@@ -62,7 +63,9 @@ def check(
         seeds: The input seeds of the timing round whose figures are checked: the batches
             run on the same input sets (the same work; a ragged KV cache's lengths come from
             them), each call with its own fresh q. None: one set from the check's own seed.
-        clock: The parent's clock, seconds.
+        clock: The clock the batches are timed on, seconds (tests). None: on a CPU target,
+            the worker's CPU time as the kernel counts it where it can be read
+            (:mod:`evals.harness.process_clock`), else the parent's wall clock.
 
     Returns:
         ``stale_result`` when a verified batch call did not do its work, ``timing_mismatch``
@@ -79,7 +82,17 @@ def check(
     timeout = session.target.limits.call_timeout_s
     seed = derive_seed(session.seed, scenario.id, "wall", key)
     sets = list(seeds or [seed])
-    verifier = BatchVerifier(session, scenario, sets, key=key, timeout_s=timeout)
+    meter = _cpu_meter(session) if clock is None else None
+    mask_seed = derive_seed(seed, "mask")
+    verifier = BatchVerifier(
+        session,
+        scenario,
+        sets,
+        key=key,
+        timeout_s=timeout,
+        cpu_time=meter is not None,
+        mask_seed=mask_seed,
+    )
     out = session.target.expected_output(scenario)
     out_bytes = max(1, math.prod(out.shape) * out.dtype.itemsize)
     plan = Plan(
@@ -87,25 +100,45 @@ def check(
         verify=verifier,
         max_calls=max(1, KEEP_BYTES // out_bytes),
         timeout_s=timeout,
+        meter=meter,
+        q_numel=verifier.q_numel,
     )
     try:
         session.client.request(
-            {"op": "wall", "scenario": scenario.to_json(), "seeds": sets}, timeout_s=timeout
+            {"op": "wall", "scenario": scenario.to_json(), "seeds": sets, "mask_seed": mask_seed},
+            timeout_s=timeout,
         )
         try:
             batches, rounds = measure(
-                session.client, reported, settings, seed=seed, plan=plan, clock=clock
+                session.client,
+                reported,
+                settings,
+                seed=seed,
+                plan=plan,
+                clock=clock or time.perf_counter,
             )
         except WallFailure as exc:
             result.checks[key] = f"failed: {exc.failure.reason}"
             return exc.failure
+        except ProcessGone:
+            failure = Failure(Code.CRASH, "the worker exited during the wall-clock check")
+            result.checks[key] = f"failed: {failure.reason}"
+            return failure
         finally:
             session.client.request({"op": "wall", "drop": True}, timeout_s=timeout)
     finally:
         spent = time.monotonic() - t0
         result.seconds["wall_clock"] = result.seconds.get("wall_clock", 0.0) + spent
         session.tally.reference_s += verifier.seconds
-    return _record(session, result, key, batches, rounds, reported, verifier, plan.max_calls)
+    return _record(session, result, key, batches, rounds, reported, verifier, plan)
+
+
+def _cpu_meter(session: Session) -> CpuMeter | None:
+    """The worker's CPU-time meter on a CPU target, where the kernel offers one."""
+    proc = getattr(session.client, "proc", None)
+    if session.target.device != "cpu" or proc is None:
+        return None
+    return CpuMeter.of(proc.pid)
 
 
 def _record(
@@ -116,11 +149,11 @@ def _record(
     rounds: int,
     reported: float,
     verifier: BatchVerifier,
-    max_calls: int | None,
+    plan: Plan,
 ) -> Failure | None:
     """Record the figures and the decision of a check whose batches all did their work."""
     settings = wall_settings(session.target.device)
-    reading = conclude(batches, reported, settings, max_calls)
+    reading = conclude(batches, reported, settings, plan.max_calls)
     session.tally.candidate_s += sum(max(0.0, b.wall_s - b.ping_s) for b in batches)
     bound = bound_us(reported, settings, reading.best_calls)
     figures = {
@@ -130,6 +163,8 @@ def _record(
         "bound_us": bound,
         "verified": verifier.verified,
         "digest_us": max(b.digest_s for b in batches) / reading.best_calls * 1e6,
+        "flip_us": max(b.flip_s for b in batches) / reading.best_calls * 1e6,
+        "meter": "worker_cpu" if isinstance(plan.meter, CpuMeter) else "parent_wall",
     }
     name = key.removesuffix("_clock")  # wall, strict_wall
     result.timing[f"{name}_us"] = reading.per_call_us
@@ -138,9 +173,10 @@ def _record(
     if failure is not None:
         result.checks[key] = f"failed: {failure.reason}"
         return failure
+    meter = "; the worker's CPU time" if isinstance(plan.meter, CpuMeter) else ""
     result.checks[key] = (
         f"passed: the parent's clock saw {reading.per_call_us:.1f} us per call (best of "
-        f"{reading.batches} batches of back-to-back calls, {reading.calls} calls; "
+        f"{reading.batches} batches of back-to-back calls, {reading.calls} calls{meter}; "
         f"{verifier.describe()}) <= {1 + settings.tolerance:g} x {reported:.1f} us reported "
         f"+ {bound - reported * (1 + settings.tolerance):.1f} us"
     )

@@ -5,12 +5,15 @@ a candidate that tampered with the in-process timer (CUDA events, clocks), or le
 running after its call returned, could report times it did not take. So after a scenario is
 timed, the parent asks the worker for batches of back-to-back calls (the worker's ``wall``
 op, on the input sets of the timing round it checks, so the batches do the timed calls' work;
-each call with its own fresh q where the target refills queries, so a cache keyed on the
-inputs cannot shorten a batch) and times each request's round trip with its own
-:func:`time.perf_counter`, less the round trip of a no-op request sent just before (the same
-op with no call). The smallest per-call figure over the batches,
+each call with its own fresh q, made inside the batch from secrets the request carries,
+where the target refills queries (:mod:`evals.harness.query_flips`): nothing computed before
+the request can stand in for a call) and times each batch request itself, less the parent's
+own cost of those flips and the channel's round trip. On a GPU the meter is the parent's
+:func:`time.perf_counter`; on the CPU it is the worker's CPU time as the kernel counts it
+(:mod:`evals.harness.process_clock`: a busy host's waits are not the kernel's). The
+smallest per-call figure over the batches,
 
-    U = min over batches of (round trip - smallest no-op round trip) / calls,
+    U = min over batches of (request - flips - digests - round trip) / calls,
 
 bounds the true per-call time from above (noise only adds time, and the work cannot take less
 wall time than it needs) while staying close to it. Nothing the candidate's process says is
@@ -43,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from evals.harness import query_flips
 from evals.harness.channel import Buffer
 from evals.harness.failures import Code, Failure
 from evals.harness.session import derive_seed
@@ -51,6 +55,9 @@ from evals.harness.wall_settings import GROWTH, WallSettings
 
 Clock = Callable[[], float]
 """Seconds; the parent's :func:`time.perf_counter` outside tests."""
+Meter = Callable[[Callable[[], Any]], tuple[float, Any]]
+"""Runs a request and says how long it took, seconds, with its answer
+(:class:`evals.harness.process_clock.CpuMeter` on the CPU)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,8 @@ class Batch:
             (subtracted).
         worker_ping_s: The worker's no-op round trip just before the batch, seconds (for the
             record only: a process that inflated it must not shrink U).
+        flip_s: Flipping the calls' fresh queries inside the batch as the parent itself
+            does it, seconds (subtracted).
     """
 
     calls: int
@@ -75,10 +84,12 @@ class Batch:
     worker_s: float = 0.0
     digest_s: float = 0.0
     worker_ping_s: float = 0.0
+    flip_s: float = 0.0
 
     def per_call_us(self, ping_s: float) -> float:
-        """Microseconds per call with ``ping_s`` (seconds) and the digests' cost subtracted."""
-        return max(0.0, self.wall_s - ping_s - self.digest_s) / self.calls * 1e6
+        """Microseconds per call with ``ping_s`` (seconds), the digests and the flips taken off."""
+        spent = self.wall_s - ping_s - self.digest_s - self.flip_s
+        return max(0.0, spent) / self.calls * 1e6
 
 
 @dataclass(frozen=True)
@@ -217,9 +228,13 @@ class Verifier(Protocol):
     """Checks one batch's outputs (:class:`evals.harness.wall_verify.BatchVerifier`)."""
 
     def __call__(
-        self, *, calls: int, fill_seed: int, digest_seed: int, digests: list[float]
+        self, *, calls: int, shifts: Sequence[int], digest_seed: int, digests: list[float]
     ) -> float:
         """Verify the batch (raises :class:`WallFailure`); the digests' cost, seconds."""
+        ...
+
+    def flip_cost(self, calls: int) -> float:
+        """Flipping the queries of a batch of ``calls``, seconds, as the parent does it."""
         ...
 
 
@@ -240,12 +255,17 @@ class Plan:
         verify: Checks each batch's outputs; None only in tests of the timing alone.
         max_calls: Calls a batch may have at most (the outputs it may keep).
         timeout_s: Per request, seconds.
+        meter: Times the batches' requests; None: the ``clock`` the check runs on.
+        q_numel: Elements of a call's q where each call's q is flipped afresh in the batch
+            (:mod:`evals.harness.query_flips`), else 0.
     """
 
     ping_s: float = 0.0
     verify: Verifier | None = None
     max_calls: int | None = None
     timeout_s: float | None = None
+    meter: Meter | None = None
+    q_numel: int = 0
 
 
 def run_round(
@@ -265,9 +285,11 @@ def run_round(
     ``before``: the batches of earlier rounds, whose sizes and readings this round goes on
     from (a later round does not start over from the smallest batch).
 
-    Before each batch the worker prepares its calls (fresh queries from a seed derived from
-    ``seed``; untimed), then the worker's no-op (for the record) and the batch are timed,
-    then the batch is verified (``plan.verify``). The first batch has ``min_calls`` calls;
+    The round starts with the worker making its digests' projection vector (untimed). Each
+    batch is a no-op (for the record) and the batch, with its calls' flip offsets drawn from
+    ``seed``, both timed on ``plan.meter`` (default: ``clock``); then the batch is verified
+    (``plan.verify``), which also says what the digests and flips cost the parent. The first
+    batch has ``min_calls`` calls;
     each later one is sized from the larger of ``reported`` (microseconds) and the parent's
     reading so far, growing at most :data:`GROWTH`-fold on the largest so far (a short
     batch's reading carries the request's whole overhead: sized from it alone, batches of
@@ -278,17 +300,18 @@ def run_round(
     start = clock()
     batches: list[Batch] = []
     calls = _next_calls(before, reported, settings, plan.max_calls)
+    # one projection vector per round, made before any batch (a fresh one per batch would put
+    # its generation, milliseconds for a large output, inside the meter)
+    digest_seed = derive_seed(seed, "digest")
+    client.request({"op": "wall", "warm": digest_seed}, timeout_s=plan.timeout_s)
+    meter = plan.meter or _metered(clock)
     while len(batches) < (settings.batches if count is None else count):
-        fill_seed = derive_seed(seed, "fill", len(batches))
-        # one projection vector per check, made while the calls are prepared (a fresh one per
-        # batch would put its generation, milliseconds for a large output, inside the clock)
-        digest_seed = derive_seed(seed, "digest")
-        fill = {"op": "wall", "fill": calls, "seed": fill_seed, "digest_seed": digest_seed}
-        client.request(fill, timeout_s=plan.timeout_s)
+        offsets = query_flips.shifts(derive_seed(seed, "flips", len(batches)), calls,
+                                     plan.q_numel) if plan.q_numel else []  # fmt: skip
         noop = {"op": "wall", "n": 0}
-        worker_ping = _round_trip(client, noop, plan.timeout_s, clock)[0]
-        batch = {"op": "wall", "n": calls, "digest_seed": digest_seed}
-        wall, header = _round_trip(client, batch, plan.timeout_s, clock)
+        worker_ping = _round_trip(client, noop, plan.timeout_s, meter)[0]
+        batch = {"op": "wall", "n": calls, "digest_seed": digest_seed, "shifts": offsets}
+        wall, header = _round_trip(client, batch, plan.timeout_s, meter)
         digest_s = 0.0
         if plan.verify is not None:
             raw = header.get("digests")  # the candidate's process wrote it: numbers or a fail
@@ -301,11 +324,12 @@ def run_round(
                 reason = f"a wall-clock batch of {calls} calls answered {got} digests"
                 raise WallFailure(Failure(Code.TIMING_MISMATCH, reason))
             digest_s = plan.verify(
-                calls=calls, fill_seed=fill_seed, digest_seed=digest_seed, digests=digests
+                calls=calls, shifts=offsets, digest_seed=digest_seed, digests=digests
             )
         said = header.get("batch_s")
         worker_s = float(said) if isinstance(said, int | float) else 0.0  # the record only
-        batches.append(Batch(calls, wall, plan.ping_s, worker_s, digest_s, worker_ping))
+        flip_s = plan.verify.flip_cost(calls) if plan.verify is not None else 0.0
+        batches.append(Batch(calls, wall, plan.ping_s, worker_s, digest_s, worker_ping, flip_s))
         calls = _next_calls([*before, *batches], reported, settings, plan.max_calls)
         planned = any(b.calls >= calls for b in batches)
         if planned and clock() - start >= budget:
@@ -362,9 +386,19 @@ def measure(
     return batches, rounds
 
 
+def _metered(clock: Clock) -> Meter:
+    """A meter reading ``clock`` before and after the request."""
+
+    def meter(request: Callable[[], Any]) -> tuple[float, Any]:
+        t0 = clock()
+        answer = request()
+        return clock() - t0, answer
+
+    return meter
+
+
 def _round_trip(
-    client: Client, header: dict[str, Any], timeout_s: float | None, clock: Clock
+    client: Client, header: dict[str, Any], timeout_s: float | None, meter: Meter
 ) -> tuple[float, dict[str, Any]]:
-    t0 = clock()
-    answer, _ = client.request(header, timeout_s=timeout_s)
-    return clock() - t0, answer
+    seconds, (answer, _) = meter(lambda: client.request(header, timeout_s=timeout_s))
+    return seconds, answer

@@ -52,16 +52,14 @@ class WallSettings:
     max_s: float = 5.0
 
 
-CPU_WALL = WallSettings(tolerance=1.0, margin_us=2.0, overhead_us=400.0, batch_us=2_000.0)
-"""CPU targets. On a busy two-core host, calls back to back run slower than the timing loop's
-separate calls, even by the worker's own clock: the median per-call time of batches of 2-8
-calls measured 2-3x the timed median with other tests running and 8-18x with two more busy
-processes. So: short batches, many of them, more rounds when one fails. With every batch's
-outputs kept for the parent to verify (written to fresh memory, not the cache-warm block
-the timing loop reuses), the best of up to 117 batches of honest kernels still came out at
-1.3-1.5x the timed median beside a test run (the worker's own figure agreeing), and 1.5x
-rejected an honest kernel in the arms test: a tolerance of 2x, the rest of the bound per
-request."""
+CPU_WALL = WallSettings(tolerance=1.5, margin_us=2.0, overhead_us=400.0, batch_us=2_000.0)
+"""CPU targets, metered by the worker's CPU time (the wall time where less): a busy host's
+waits do not count, so beside three busy processes on two cores honest kernels' batches came
+out at 1.2-1.3x their timed medians. Quiet, one small drawn scenario (4 queries, 108 keys, 5
+heads; a 52 us call) came out at 2.4x by the worker's own clock too, the rest at 1.1-1.9x:
+back-to-back calls on outputs kept for verification are not the timing loop's calls. So a
+tolerance of 2.5x, the rest of the bound per request. The figure the CPU's speedups use is
+still the worker's timer: a forged one can claim up to this much (THREATS.md)."""
 GPU_WALL = WallSettings(
     tolerance=0.25,
     margin_us=2.0,

@@ -4,11 +4,13 @@ A batch's answer commits to each call's output (:mod:`evals.harness.digest`); th
 draws one call at random (from the run's secret seed: the worker cannot know which), fetches
 its output, and requires both that it is the output committed to and that it is right for
 that call's inputs, which the parent rebuilds itself (the timing round's input set and the
-call's fresh q, by the rule the worker follows: :func:`evals.harness.worker_wall.call_inputs`).
+call's flipped q, by the rule the worker follows: :class:`evals.harness.worker_wall.WallBatches`).
 A process that skipped a fraction f of a batch's calls passes one verified batch with
 probability 1 - f; the first batches of a check are all verified, later ones at random. The
-digests' cost is timed here, on the parent's own copy of the fetched output, and subtracted
-from the batch's time.
+digests' cost is timed here, on the parent's own copy of the fetched output, and so is
+flipping the calls' queries (:mod:`evals.harness.query_flips`): both are subtracted from the
+batch's time, measured the way the batches are (the parent's CPU time where the batches are
+metered by the worker's).
 """
 
 from __future__ import annotations
@@ -16,19 +18,18 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 
+from evals.harness import query_flips
 from evals.harness.digest import digests as compute_digests
 from evals.harness.digest import matches
 from evals.harness.failures import Code, Failure
 from evals.harness.scenarios import Scenario
 from evals.harness.session import Session, check_against, derive_seed, unpack
 from evals.harness.targets import Inputs
-from evals.harness.timing import call_seed
 from evals.harness.wall_clock import WallFailure
-from evals.harness.worker_wall import call_inputs, pool_size
+from evals.harness.worker_wall import fresh_queries
 
 __all__ = ["ALWAYS_VERIFIED", "LATER_SHARE", "BatchVerifier"]
 
@@ -49,6 +50,9 @@ class BatchVerifier:
         seeds: The timing round's input seeds (the sets the batches run on).
         key: The check's name (``wall_clock`` or ``strict_wall_clock``), for the draw.
         timeout_s: Per request, seconds.
+        cpu_time: Time the parent's own digests and flips by this thread's CPU time (the
+            batches are metered by the worker's), not by the wall clock.
+        mask_seed: The seed the worker made its sign masks from.
     """
 
     def __init__(
@@ -59,8 +63,12 @@ class BatchVerifier:
         *,
         key: str,
         timeout_s: float | None = None,
+        cpu_time: bool = False,
+        mask_seed: int = 0,
     ) -> None:
         self.session, self.scenario, self.seeds = session, scenario, list(seeds)
+        self.mask_seed = mask_seed
+        self.clock = time.thread_time if cpu_time else time.perf_counter
         self.rng = random.Random(derive_seed(session.seed, scenario.id, "wall-verify", key))
         self.timeout_s = timeout_s
         self.sets: list[Inputs] | None = None
@@ -68,9 +76,12 @@ class BatchVerifier:
         self.skipped = 0
         self.seconds = 0.0
         self._digest_per_call_s = float("inf")
+        self._flip_s = float("inf")
+        self._flip_timings = 0
+        self._masks: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def __call__(
-        self, *, calls: int, fill_seed: int, digest_seed: int, digests: list[float]
+        self, *, calls: int, shifts: Sequence[int], digest_seed: int, digests: list[float]
     ) -> float:
         """Fetch and check one random call's output; the digests' cost for ``calls``, seconds.
 
@@ -93,7 +104,7 @@ class BatchVerifier:
                 reason = f"{where} returned another output than the one its batch committed to"
                 raise WallFailure(Failure(Code.STALE_RESULT, reason))
             failure = check_against(
-                self.session.target, self.scenario, out, self._inputs(index, calls, fill_seed)
+                self.session.target, self.scenario, out, self._inputs(index, shifts)
             )
             if failure is not None:
                 reason = f"{where} was wrong: {failure.reason}"
@@ -108,22 +119,66 @@ class BatchVerifier:
         drawn = f"{self.verified} of {self.verified + self.skipped} batches"
         return f"{drawn} verified, one output each drawn at random after the batch"
 
-    def _inputs(self, index: int, calls: int, fill_seed: int) -> Inputs:
-        """Call ``index``'s inputs, rebuilt here as the worker built them."""
-        target = self.session.target
+    @property
+    def q_numel(self) -> int:
+        """Elements of a call's q where the batches flip fresh queries, else 0."""
+        sets = self._sets()
+        return sets[0]["q"].numel() if fresh_queries(self.session.target, sets) else 0
+
+    def flip_cost(self, calls: int) -> float:
+        """Flipping the queries of a batch of ``calls`` as this process does it, seconds.
+
+        Timed on the first three batches (8 flips each, the fastest per flip kept): the least
+        it can cost, so no more than the honest cost is subtracted.
+        """
+        if not self.q_numel:
+            return 0.0
+        t0 = time.monotonic()
+        try:
+            if self._flip_timings < 3:
+                self._flip_timings += 1
+                q = self._sets()[0]["q"].clone()
+                base, mask = self._flips(0)
+                offsets = query_flips.shifts(self._flip_timings, 8, q.numel())
+                sync = q.device.type == "cuda"
+                if sync:
+                    torch.cuda.synchronize()
+                start = self.clock()
+                for shift in offsets:
+                    query_flips.flip(q, base, mask, shift)
+                if sync:
+                    torch.cuda.synchronize()
+                per_flip = (self.clock() - start) / len(offsets)
+                self._flip_s = min(self._flip_s, per_flip)
+            return self._flip_s * calls
+        finally:
+            self.seconds += time.monotonic() - t0
+
+    def _sets(self) -> list[Inputs]:
         if self.sets is None:
-            self.sets = target.make_timing_inputs(self.scenario, self.seeds)
-        q = self.sets[0].get("q")
-        q_bytes = q.numel() * q.element_size() if isinstance(q, torch.Tensor) else 0
-        fresh = target.timing.fresh_queries and q_bytes > 0
-        pool = pool_size(calls, q_bytes, fresh_queries=fresh)
-        which, fresh_index = call_inputs(index, n_sets=len(self.sets), pool=pool)
-        base = self.sets[which]
-        if fresh_index is None:
-            return base
-        inputs: dict[str, Any] = {**base, "q": torch.empty_like(base["q"])}
-        target.refill_query(self.scenario, inputs, call_seed(fill_seed, fresh_index, "wall"))
-        return inputs
+            self.sets = self.session.target.make_timing_inputs(self.scenario, self.seeds)
+        return self.sets
+
+    def _flips(self, which: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Set ``which``'s base bits and sign mask, made as the worker makes them."""
+        if which not in self._masks:
+            q = self._sets()[which]["q"]
+            self._masks[which] = (
+                query_flips.base_bits(q),
+                query_flips.make_mask(q, self.mask_seed),
+            )
+        return self._masks[which]
+
+    def _inputs(self, index: int, shifts: Sequence[int]) -> Inputs:
+        """Call ``index``'s inputs, rebuilt here as the worker built them."""
+        sets = self._sets()
+        which = index % len(sets)
+        if not self.q_numel:
+            return sets[which]
+        q = sets[which]["q"].clone()
+        base, mask = self._flips(which)
+        query_flips.flip(q, base, mask, shifts[index])
+        return {**sets[which], "q": q}
 
     def _digest_cost(self, out: torch.Tensor, calls: int, digest_seed: int) -> float:
         """The digests of ``calls`` outputs like ``out``, as this process computes them, seconds.
@@ -137,10 +192,10 @@ class BatchVerifier:
             for _ in range(3):  # the first may pay for lazy set-up; the fastest counts
                 if sync:
                     torch.cuda.synchronize()
-                t0 = time.perf_counter()
+                t0 = self.clock()
                 compute_digests(batch, digest_seed)
                 if sync:
                     torch.cuda.synchronize()
-                per_call = (time.perf_counter() - t0) / calls
+                per_call = (self.clock() - t0) / calls
                 self._digest_per_call_s = min(self._digest_per_call_s, per_call)
         return self._digest_per_call_s * calls
