@@ -30,7 +30,8 @@ TASK_VERSION = 9  # 2: symbols read from the candidate's objects; dispatcher loo
 # own channel cost; writes confined to a private folder (Landlock) and a footprint check;
 # contract scenarios drawn from the seed, a partial k/v rewrite probe, headline over study
 # scenarios only; upstream outliers re-timed side by side; harness faults error the sample;
-# steady_clock allowed
+# steady_clock allowed; wall-clock batches flip each call's q inside the batch and are
+# metered by the worker's CPU time (tolerance 2.5x)
 TARGET = "cpu_attention"
 
 register_unqualified(__name__)

@@ -35,7 +35,8 @@ TASK_VERSION = 10  # 2: symbol and GPU trace checks on; 3: one trace session aft
 # (Landlock) and a footprint check; contract scenarios drawn from the seed, a partial k/v
 # rewrite probe, headline over the 26/182 study scenarios only; upstream outliers re-timed
 # side by side; TMA through the driver's tensor-map encoders, events and clocks allowed;
-# host-issue cap 400 us; harness faults error the sample
+# host-issue cap 400 us; harness faults error the sample; wall-clock batches flip each
+# call's q inside the batch
 TARGET = "fa3_hopper"
 
 register_unqualified(__name__)
