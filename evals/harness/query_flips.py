@@ -16,6 +16,7 @@ the same way, is subtracted from the batch's time.
 
 from __future__ import annotations
 
+import functools
 import random
 
 import torch
@@ -38,13 +39,19 @@ def base_bits(q: torch.Tensor) -> torch.Tensor:
 def make_mask(q: torch.Tensor, seed: int) -> torch.Tensor:
     """``(2 * q.numel(),)`` integers of q's element size, each the sign bit or 0, from ``seed``.
 
-    Drawn on the CPU (the same bits in every process), then moved to q's device.
+    Drawn on the CPU (the same bits in every process), then moved to q's device; one mask
+    serves every set of a scenario (same size, same seed: made once).
     """
-    dtype = _INT_OF_SIZE[q.element_size()]
+    return _mask(q.numel(), q.element_size(), str(q.device), seed)
+
+
+@functools.lru_cache(maxsize=2)
+def _mask(numel: int, size: int, device: str, seed: int) -> torch.Tensor:
+    dtype = _INT_OF_SIZE[size]
     sign = torch.iinfo(dtype).min  # only the top bit set
     gen = torch.Generator().manual_seed(seed)
-    draws = torch.randint(0, 2, (2 * q.numel(),), generator=gen, dtype=dtype)
-    return (draws * sign).to(q.device)
+    draws = torch.randint(0, 2, (2 * numel,), generator=gen, dtype=dtype)
+    return draws.mul_(sign).to(device)
 
 
 def shifts(seed: int, calls: int, numel: int) -> list[int]:
