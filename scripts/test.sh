@@ -10,4 +10,4 @@ echo "== ruff" >&2
 echo "== mypy" >&2
 "$PY" -m mypy
 echo "== pytest" >&2
-exec "$PY" -m pytest "$@"
+exec "$PY" -m pytest --durations=25 "$@"
