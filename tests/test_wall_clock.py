@@ -456,7 +456,7 @@ def test_honest_kernel_passes_the_wall_clock_check_through_the_cli(tmp_path):
 
 
 FAKE_TIMER_WORKER = '''#!{python}
-"""A candidate's worker whose timer reports a tenth of each call's time (test only)."""
+"""A candidate's worker whose timer reports a fiftieth of each call's time (test only)."""
 import sys
 
 sys.path.insert(0, {root!r})
@@ -468,24 +468,29 @@ argv = ["worker", *args[3:]]
 if argv[3] != "-":  # the candidate's worker, not the upstreams'
     honest = timing.PerfCounterTimer.time_call
 
-    def tenth(self, fn, *, spin_us=0.0):
+    def fiftieth(self, fn, *, spin_us=0.0):
         call = honest(self, fn, spin_us=spin_us)
-        return timing.CallTime(device_us=call.device_us / 10, issue_us=call.issue_us / 10)
+        return timing.CallTime(device_us=call.device_us / 50, issue_us=call.issue_us / 50)
 
-    timing.PerfCounterTimer.time_call = tenth
+    timing.PerfCounterTimer.time_call = fiftieth
 sys.exit(worker.main(argv))
 '''
 
 
-def test_a_worker_reporting_a_tenth_of_its_time_fails_the_wall_clock_check(tmp_path, monkeypatch):
+def test_a_worker_reporting_a_fiftieth_of_its_time_fails_the_wall_clock_check(
+    tmp_path, monkeypatch
+):
     """A timer faked inside the candidate's worker is caught by the parent's clock.
 
     No corpus kernel can do this: the static checks keep a kernel away from the timer (no
     Python C-API symbols, so no patching of the harness's Python; no dlopen/dlsym, file
     I/O, threads or raw system calls), so the hack is played here by the worker process
-    itself, started by this test with its timer patched to report a tenth of each call.
+    itself, started by this test with its timer patched to report a fiftieth of each call.
     The wall-clock check is the defence in depth for a kernel that got past those checks.
-    The same scenario, judged honestly in the same run, is the baseline: it passes.
+    The same scenario, judged honestly in the same run, is the baseline: it passes. (A
+    fiftieth, not a tenth: on the CPU the parent meters the worker's CPU time, which a busy
+    host does not inflate, while the worker's timer runs on the wall clock, which it does: a
+    tenth fell within 2.5x of the truth once the tests ran beside two other test runs.)
     """
     scenario = ("smoke-bf16-d64-s96-h4k2-causal",)
     settings = RunSettings("bench", "cpu_attention", START_CPU, suite="smoke",
@@ -504,7 +509,7 @@ def test_a_worker_reporting_a_tenth_of_its_time_fails_the_wall_clock_check(tmp_p
         result.failure)
     assert "the parent's clock saw" in result.failure.reason
     assert result.checks["wall_clock"].startswith("failed: ")
-    assert result.timing["wall_us"] > 3 * result.times["candidate"].median_us
+    assert result.timing["wall_us"] > 10 * result.times["candidate"].median_us
 
 
 # --- the worker's side of a batch: digests, outputs handed over ------------------------------
