@@ -94,7 +94,10 @@ engine_binaries() {
 
 engine() {
   # The docker CLI: the machine's own if any (any client >= 20.10 talks to this engine).
-  command -v docker >/dev/null || ln -sf "$DIR/bin/docker" /usr/local/bin/docker
+  if ! command -v docker >/dev/null; then
+    [ ! -e /usr/local/bin/docker ] || die "/usr/local/bin/docker exists but is not on PATH"
+    ln -s "$DIR/bin/docker" /usr/local/bin/docker
+  fi
   local version
   version="$(engine_version || true)"
   if [ -n "$version" ]; then
