@@ -149,11 +149,13 @@ local_base() {
   echo "$((SECONDS - t0))"
 }
 
+torch_index_answers() {
+  curl -fsS --max-time 20 -o /dev/null https://download.pytorch.org/whl/cpu/torch/ 2>/dev/null
+}
+
 # The torch wheel folder when download.pytorch.org is unreachable ("" when it is reachable).
 torch_wheels() {
-  if curl -fsS --max-time 20 -o /dev/null https://download.pytorch.org/whl/cpu/torch/ 2>/dev/null; then
-    return
-  fi
+  if torch_index_answers; then return; fi
   local folder="${KERNELSEEK_WHEELS:-/opt/wheels}"
   ls "$folder"/torch-*+cpu-*.whl >/dev/null 2>&1 \
     || die "download.pytorch.org is unreachable and $folder holds no torch CPU wheel: set KERNELSEEK_WHEELS"
@@ -169,6 +171,9 @@ base_image() {
   fi
   if docker image inspect "$OFFICIAL_BASE" >/dev/null 2>&1 \
      || timeout 120 docker pull "$OFFICIAL_BASE" > "$DIR/pull.log" 2>&1; then
+    if [ -z "${KERNELSEEK_TORCH_INDEX+x}${KERNELSEEK_TORCH_FIND_LINKS+x}" ] && ! torch_index_answers; then
+      die "download.pytorch.org is unreachable: set KERNELSEEK_TORCH_INDEX to a mirror or KERNELSEEK_TORCH_FIND_LINKS to wheels pip can reach"
+    fi
     say "base image: $OFFICIAL_BASE (registry)"
     return
   fi
