@@ -79,3 +79,17 @@ def test_ratio_ci_holm_spread_and_power():
     assert epochs_needed(1.0, 0.3) is None
     assert epochs_needed(1.1, 0.3) > epochs_needed(1.5, 0.3) >= 4
     assert epochs_needed(3.0, 0.01, comparisons=3) == 5
+
+
+def test_t_test_size_where_statsmodels_root_finder_fails():
+    # solve_power returns NaN for effects near 6 at alpha 0.05 (its bracket ends at 10 runs);
+    # a results build then died on int(NaN): the smallest size with enough power instead
+    from statsmodels.stats.power import TTestIndPower
+
+    from evals.stats.power import t_test_size
+
+    for effect in (5.7, 5.8, 5.95):
+        runs = t_test_size(effect, alpha=0.05, power=0.8)
+        assert runs >= 2
+        assert TTestIndPower().power(effect_size=effect, nobs1=runs, alpha=0.05) >= 0.8
+    assert t_test_size(5.6, alpha=0.05, power=0.8) >= t_test_size(5.8, alpha=0.05, power=0.8)

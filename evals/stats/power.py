@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import warnings
 
 import numpy as np
 
@@ -79,8 +80,19 @@ def t_test_size(effect: float, *, alpha: float, power: float) -> int:
 
     if effect >= 6:  # solve_power's root finder leaves its bracket; 2 runs then suffice
         return 2
-    n = TTestIndPower().solve_power(effect_size=effect, alpha=alpha, power=power)
-    return max(2, math.ceil(float(np.asarray(n).item())))
+    analysis = TTestIndPower()
+    with warnings.catch_warnings():  # a root finder that fails returns NaN, handled below
+        warnings.simplefilter("ignore")
+        n = float(
+            np.asarray(analysis.solve_power(effect_size=effect, alpha=alpha, power=power)).item()
+        )
+    if math.isfinite(n):
+        return max(2, math.ceil(n))
+    # no convergence (effects near 6 at alpha 0.05): the smallest size whose power is enough
+    for runs in range(2, SIMULATE_UP_TO + 1):
+        if analysis.power(effect_size=effect, nobs1=runs, alpha=alpha) >= power:
+            return runs
+    return SIMULATE_UP_TO
 
 
 @functools.lru_cache(maxsize=512)
