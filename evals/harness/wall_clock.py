@@ -204,13 +204,15 @@ def judge(reading: Reading, reported: float, settings: WallSettings) -> Failure 
     return Failure(Code.TIMING_MISMATCH, reason)
 
 
-def calls_for(per_call_us: float, settings: WallSettings, max_calls: int | None = None) -> int:
-    """Calls making a batch of about ``settings.batch_us``, within the call bounds.
+def calls_for(
+    per_call_us: float, settings: WallSettings, max_calls: int | None = None, scale: float = 1.0
+) -> int:
+    """Calls making a batch of about ``settings.batch_us`` x ``scale``, within the call bounds.
 
     ``max_calls`` lowers the upper bound (the outputs a batch may keep for verification).
     """
     top = settings.max_calls if max_calls is None else max(1, min(settings.max_calls, max_calls))
-    wanted = settings.batch_us / max(per_call_us, 1e-3)
+    wanted = settings.batch_us * scale / max(per_call_us, 1e-3)
     return int(min(top, max(min(settings.min_calls, top), math.ceil(wanted))))
 
 
@@ -279,11 +281,13 @@ def run_round(
     budget_s: float | None = None,
     clock: Clock = time.perf_counter,
     before: Sequence[Batch] = (),
+    scale: float = 1.0,
 ) -> list[Batch]:
     """One round of up to ``count`` batches (default ``settings.batches``).
 
     ``before``: the batches of earlier rounds, whose sizes and readings this round goes on
-    from (a later round does not start over from the smallest batch).
+    from (a later round does not start over from the smallest batch); ``scale``: how many
+    times ``settings.batch_us`` its batches aim at (see :func:`_next_calls`).
 
     The round starts with the worker making its digests' projection vector (untimed). Each
     batch is a no-op (for the record) and the batch, with its calls' flip offsets drawn from
@@ -299,7 +303,7 @@ def run_round(
     budget = settings.budget_s if budget_s is None else budget_s
     start = clock()
     batches: list[Batch] = []
-    calls = _next_calls(before, reported, settings, plan.max_calls)
+    calls = _next_calls(before, reported, settings, plan.max_calls, scale, left_s=budget)
     # one projection vector per round, made before any batch (a fresh one per batch would put
     # its generation, milliseconds for a large output, inside the meter)
     digest_seed = derive_seed(seed, "digest")
@@ -330,20 +334,38 @@ def run_round(
         worker_s = float(said) if isinstance(said, int | float) else 0.0  # the record only
         flip_s = plan.verify.flip_cost(calls) if plan.verify is not None else 0.0
         batches.append(Batch(calls, wall, plan.ping_s, worker_s, digest_s, worker_ping, flip_s))
-        calls = _next_calls([*before, *batches], reported, settings, plan.max_calls)
+        left = budget - (clock() - start)
+        calls = _next_calls([*before, *batches], reported, settings, plan.max_calls, scale, left)
         planned = any(b.calls >= calls for b in batches)
-        if planned and clock() - start >= budget:
+        if planned and left <= 0:
             break
     return batches
 
 
 def _next_calls(
-    batches: Sequence[Batch], reported: float, settings: WallSettings, max_calls: int | None
+    batches: Sequence[Batch],
+    reported: float,
+    settings: WallSettings,
+    max_calls: int | None,
+    scale: float = 1.0,
+    left_s: float = math.inf,
 ) -> int:
-    """The next batch's calls: ``min_calls`` first, then sized from the readings so far."""
+    """The next batch's calls: ``min_calls`` first, then sized from the readings so far.
+
+    A later round (``scale`` > 1) sizes from the reported figure alone, ``scale`` times
+    longer: a round that failed may have been sized from a reading a busy host inflated
+    (each request's wake-ups spread over few calls), and longer batches spread them thinner;
+    but never longer than the reading so far says fits in ``left_s`` seconds (a call far
+    slower than it claims cannot run a long batch).
+    """
     if not batches:
         return calls_for(math.inf, settings, max_calls)
-    wanted = calls_for(max(reported, read(batches).per_call_us), settings, max_calls)
+    reading = read(batches).per_call_us
+    if scale <= 1:
+        return min(calls_for(max(reported, reading), settings, max_calls),
+                   GROWTH * max(b.calls for b in batches))  # fmt: skip
+    fits = math.floor(max(0.0, left_s) * 1e6 / max(reading, 1e-3))
+    wanted = min(calls_for(reported, settings, max_calls, scale), max(settings.min_calls, fits))
     return min(wanted, GROWTH * max(b.calls for b in batches))
 
 
@@ -381,6 +403,7 @@ def measure(
             budget_s=left,
             clock=clock,
             before=batches,
+            scale=float(GROWTH**rounds),
         )
         rounds += 1
     return batches, rounds
