@@ -19,8 +19,9 @@ time.sleep(30)
 
 
 def _child():
-    return subprocess.Popen([sys.executable, "-c", BUSY_THEN_IDLE], stdout=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", BUSY_THEN_IDLE], stdout=subprocess.PIPE, text=True
+    )
 
 
 def test_a_processs_cpu_time_grows_while_it_runs_and_not_while_it_waits():
@@ -45,12 +46,12 @@ def test_a_processs_cpu_time_grows_while_it_runs_and_not_while_it_waits():
 def test_the_meter_takes_the_smaller_of_cpu_and_wall_time():
     cpu = iter([1.0, 1.5])  # 0.5 s of CPU time
     wall = iter([10.0, 10.2])  # over 0.2 s: a kernel on three threads
-    meter = CpuMeter(1, total=lambda: next(cpu), wall=lambda: next(wall))
+    meter = CpuMeter(total=lambda: next(cpu), wall=lambda: next(wall))
     seconds, answer = meter(lambda: "answer")
     assert answer == "answer" and seconds == pytest.approx(0.2)
     cpu = iter([1.0, 1.1])  # a busy host: 0.1 s of work took 0.4 s
     wall = iter([10.0, 10.4])
-    meter = CpuMeter(1, total=lambda: next(cpu), wall=lambda: next(wall))
+    meter = CpuMeter(total=lambda: next(cpu), wall=lambda: next(wall))
     assert meter(lambda: None)[0] == pytest.approx(0.1)
 
 

@@ -59,24 +59,23 @@ def cpu_clock(pid: int) -> Callable[[], float] | None:
 
 
 class CpuMeter:
-    """Times a request by process ``pid``'s CPU time, or the wall time if less (see the module).
+    """Times a request by a process's CPU time, or the wall time if less (see the module).
 
     Args:
-        pid: The process (the candidate's worker).
-        total: Its whole-process CPU clock (:func:`cpu_clock`).
+        total: The process's whole-process CPU clock (:func:`cpu_clock`), seconds.
         wall: The parent's wall clock, seconds.
     """
 
     def __init__(
-        self, pid: int, total: Callable[[], float], wall: Callable[[], float] = time.perf_counter
+        self, total: Callable[[], float], wall: Callable[[], float] = time.perf_counter
     ) -> None:
-        self.pid, self.total, self.wall = pid, total, wall
+        self.total, self.wall = total, wall
 
     @classmethod
     def of(cls, pid: int) -> CpuMeter | None:
         """The meter of process ``pid``, or None where the kernel offers no CPU clock."""
         total = cpu_clock(pid)
-        return None if total is None else cls(pid, total)
+        return None if total is None else cls(total)
 
     def __call__(self, request: Callable[[], T]) -> tuple[float, T]:
         """Run ``request``; its seconds (see the class) and its answer."""

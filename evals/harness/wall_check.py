@@ -135,7 +135,7 @@ def check(
 
 def _cpu_meter(session: Session) -> CpuMeter | None:
     """The worker's CPU-time meter on a CPU target, where the kernel offers one."""
-    proc = getattr(session.client, "proc", None)
+    proc = session.client.proc
     if session.target.device != "cpu" or proc is None:
         return None
     return CpuMeter.of(proc.pid)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -140,15 +140,12 @@ class BatchVerifier:
                 q = self._sets()[0]["q"].clone()
                 base, mask = self._flips(0)
                 offsets = query_flips.shifts(self._flip_timings, 8, q.numel())
-                sync = q.device.type == "cuda"
-                if sync:
-                    torch.cuda.synchronize()
-                start = self.clock()
-                for shift in offsets:
-                    query_flips.flip(q, base, mask, shift)
-                if sync:
-                    torch.cuda.synchronize()
-                per_flip = (self.clock() - start) / len(offsets)
+
+                def flips() -> None:
+                    for shift in offsets:
+                        query_flips.flip(q, base, mask, shift)
+
+                per_flip = self._seconds(flips, q.device) / len(offsets)
                 self._flip_s = min(self._flip_s, per_flip)
             return self._flip_s * calls
         finally:
@@ -187,15 +184,19 @@ class BatchVerifier:
         least it can cost, so no more than the honest cost is ever subtracted.
         """
         if self.verified <= 2:
-            sync = out.device.type == "cuda"
             batch = [out] * calls
             for _ in range(3):  # the first may pay for lazy set-up; the fastest counts
-                if sync:
-                    torch.cuda.synchronize()
-                t0 = self.clock()
-                compute_digests(batch, digest_seed)
-                if sync:
-                    torch.cuda.synchronize()
-                per_call = (self.clock() - t0) / calls
-                self._digest_per_call_s = min(self._digest_per_call_s, per_call)
+                seconds = self._seconds(lambda: compute_digests(batch, digest_seed), out.device)
+                self._digest_per_call_s = min(self._digest_per_call_s, seconds / calls)
         return self._digest_per_call_s * calls
+
+    def _seconds(self, work: Callable[[], object], device: torch.device) -> float:
+        """``work``'s seconds on this check's clock, the device synchronised around it."""
+        sync = device.type == "cuda"
+        if sync:
+            torch.cuda.synchronize()
+        start = self.clock()
+        work()
+        if sync:
+            torch.cuda.synchronize()
+        return self.clock() - start
