@@ -11,6 +11,7 @@ import stat
 import sys
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -145,7 +146,7 @@ class FakeWorker:
         if n:
             self.slow_batches -= 1
         self.now += (self.overhead_us + n * per_call) / 1e6
-        return {"ok": True, "batch_s": n * per_call / 1e6, "digests": [0.0] * n}, b""
+        return {"ok": True, "batch_s": n * per_call / 1e6, "digests": ["0"] * n}, b""
 
 
 CHANNEL = wall_clock.Plan(ping_s=300e-6)
@@ -558,9 +559,47 @@ def test_a_digest_tells_outputs_apart_and_survives_no_copy():
     nudged = out.clone()
     nudged[1, 5, 2, 7] += 0.5
     assert not digest.matches(nudged, d, 5)
-    assert not digest.matches(out, d, 6)  # another vector
+    assert not digest.matches(out, d, 6)  # another seed
     nan = torch.full((4,), float("nan"))
     assert digest.matches(nan, digest.digests([nan], 1)[0], 1)  # the same NaN output
+    assert not digest.matches(out, 0.0, 5)  # a number is no digest
+
+
+def test_a_cpu_digest_binds_every_bit_not_only_a_projection():
+    # two nudges, each far inside any tolerance, that cancel in a linear projection on the
+    # seed's vector: a worker that committed to a guess could hit it this way; every bit
+    # of a CPU output is bound, so neither these nor any single flipped bit match
+    out = torch.randn(4096, dtype=torch.float32)
+    (d,) = digest.digests([out], 3)
+    vector = np.random.default_rng(3).standard_normal(out.numel())
+    i, j = 10, 2000
+    nudged = out.clone()
+    nudged[i] += 1e-4 * vector[j]
+    nudged[j] -= 1e-4 * vector[i]
+    before = float(np.dot(out.double().numpy(), vector))
+    after = float(np.dot(nudged.double().numpy(), vector))
+    assert abs(after - before) < 1e-6 * np.abs(vector).sum()  # the projection barely moves
+    assert not digest.matches(nudged, d, 3)
+    bits = out.view(torch.int32)
+    for where in (0, 1, 777, 4095):
+        flipped = bits.clone()
+        flipped[where] ^= 1  # the lowest mantissa bit
+        assert not digest.matches(flipped.view(torch.float32), d, 3)
+
+
+def test_device_digests_are_exact_sums_the_same_alone_or_in_a_batch():
+    # the GPU path, run on CPU tensors: the worker reduces a batch stacked, the parent one
+    # output alone; integer sums make them the same bytes, and a change in any run shows
+    outs = [torch.randn(3, 50, 7).bfloat16() for _ in range(5)]
+    together = [bytes(b) for b in digest._device_sums(outs, 9)]
+    alone = [bytes(digest._device_sums([o], 9)[0]) for o in outs]
+    assert together == alone and len(set(together)) == 5
+    runs = -(-outs[0].numel() // digest.run_length(outs[0].numel()))
+    assert len(together[0]) == 8 * runs
+    changed = outs[2].clone()
+    changed.view(-1)[-1] = -changed.view(-1)[-1]  # the last, padded run
+    assert bytes(digest._device_sums([changed], 9)[0]) != together[2]
+    assert digest.run_length(1 << 20) == 64 and digest.run_length(1 << 25) == 512
 
 
 # --- hostile workers: what a candidate that took over its process could do ------------------

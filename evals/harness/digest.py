@@ -1,122 +1,148 @@
-"""Commitments to a batch of outputs: one float64 projection per output, cheap to check.
+"""Commitments to a batch of outputs: one short hash per output, checked exactly.
 
 The worker of the wall-clock check (:mod:`evals.harness.worker_wall`) answers a batch of
-back-to-back calls with one digest per call: the output's projection on a random vector drawn
-from a seed the parent sends. Only then does the parent choose, at random, which outputs to
-fetch and verify: a fetched output must have the committed digest and be right. A process
-that skipped the work of a call can commit only to what it had, so the call's output, if
-chosen, is either wrong or not the one committed to; and the projection of the right output
-cannot be had without computing that output (every row of an attention output needs its own
-softmax over all its keys).
+back-to-back calls with one digest per call, made inside the parent's clock. Only then does
+the parent choose, at random, which outputs to fetch and verify: a fetched output must have
+the committed digest and be right. A process that skipped the work of a call can commit only
+to what it had, so the call's output, if chosen, is either wrong or not the one committed to.
 
-On the CPU the projection runs single-threaded through numpy (torch's parallel kernels stall
-for tens of milliseconds when the cores are oversubscribed, and this cost lands inside the
-parent's clock); on a GPU through torch on the device.
+A digest must bind every bit of its output, not only its value to within the accuracy rule:
+a linear projection (what this module made before) leaves the tolerance as slack, and a
+process that committed to a guess could later compute the right output outside the clock and
+nudge it, element by element within the tolerance, until its projection hit the guess.
+
+- On the CPU a digest is SHA-256 over the output's bytes (with the seed in front): any change
+  of any bit is a new digest, and no nudging hits a committed value. It runs single-threaded,
+  allocates nothing and costs about a nanosecond per bf16 element, the same in both
+  processes (a float64 projection cost 1.5-5x as much, with page faults that made its cost
+  vary 3x between the worker and the parent's timing of it).
+- On a GPU the bytes do not leave the device: each run of consecutive elements is reduced
+  there to one exact integer (the elements' bit patterns weighted by random integers from
+  the seed, summed in int64: exact, so any reduction order gives the same number), and
+  SHA-256 is taken over those sums on the host. A process can then nudge a run only within
+  the tolerance, which moves its sum by at most the run's length in tolerance steps, so it
+  would need its committed guess to be within about the square root of the run's length of
+  tolerances of the right output: the runs are 64 elements for outputs up to 4M elements
+  (about 8 tolerances), longer for larger outputs (the host's share stays at 64k sums).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 
-__all__ = ["DIGEST_RTOL", "digests", "matches", "warm"]
+__all__ = ["digests", "matches", "run_length", "warm"]
 
-DIGEST_RTOL = 1e-9
-"""Relative agreement two honest projections of one output reach (the products are rounded
-alike in both processes; only the float64 summation order differs: about 1e-16 per term), far
-tighter than any guess of a projection not computed."""
-
-_VECTORS: dict[tuple[int, int, str], torch.Tensor | np.ndarray] = {}
+_DIGEST_CHARS = 32
+"""Hex characters of SHA-256 kept per digest (128 bits)."""
+_RUN = 64
+"""Elements reduced to one integer sum on a GPU, for outputs up to :data:`_MAX_SUMS` runs."""
+_MAX_SUMS = 1 << 16
+"""Sums per output on a GPU before its runs grow longer (the host hashes at most this many)."""
+_WEIGHT_BOUND = 1 << 15
+"""Weights are nonzero integers in (-2**15, 2**15): a 16-bit pattern times a weight fits
+int32, so a bf16 output's products need half the memory traffic of int64 ones; runs are
+summed in int64 (exact for any pattern width here)."""
 _LARGE_BYTES = 1 << 20
-"""Outputs from this size are projected one at a time (no stacked copy of the batch)."""
+"""GPU outputs from this size are reduced one at a time (no stacked copy of the batch)."""
+_BITS = {1: torch.int8, 2: torch.int16, 4: torch.int32}
+"""Integer views of an output's elements, by element size in bytes."""
+
+_WEIGHTS: dict[tuple[int, int, str, torch.dtype], torch.Tensor] = {}
 
 
-def _vector(numel: int, seed: int, device: torch.device) -> torch.Tensor | np.ndarray:
-    """The projection vector: ``(numel,)`` float64 standard normal from ``seed`` (cached)."""
-    key = (numel, seed, str(device))
-    if key not in _VECTORS:
-        if len(_VECTORS) >= 4:
-            _VECTORS.pop(next(iter(_VECTORS)))
-        if device.type == "cpu":
-            _VECTORS[key] = np.random.default_rng(seed).standard_normal(numel)
-        else:
-            gen = torch.Generator(device=device).manual_seed(seed)
-            _VECTORS[key] = torch.randn(numel, generator=gen, device=device, dtype=torch.float64)
-    return _VECTORS[key]
+def run_length(numel: int) -> int:
+    """Elements reduced to one sum on a GPU for an output of ``numel`` elements."""
+    if numel <= _RUN * _MAX_SUMS:
+        return _RUN
+    return 1 << math.ceil(math.log2(numel / _MAX_SUMS))
+
+
+def _weights(numel: int, seed: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """``(numel,)`` nonzero weights in ``(-2**15, 2**15)`` from ``seed``, as ``dtype`` (cached)."""
+    key = (numel, seed, str(device), dtype)
+    if key not in _WEIGHTS:
+        if len(_WEIGHTS) >= 8:
+            _WEIGHTS.pop(next(iter(_WEIGHTS)))
+        gen = torch.Generator(device=device).manual_seed(seed)
+        w = torch.randint(1 - _WEIGHT_BOUND, _WEIGHT_BOUND, (numel,), generator=gen,
+                          device=device, dtype=torch.int64)  # fmt: skip
+        _WEIGHTS[key] = torch.where(w == 0, torch.ones_like(w), w).to(dtype)
+    return _WEIGHTS[key]
 
 
 def warm(numel: int, seed: int, device: str | torch.device) -> None:
-    """Make the vector for outputs of ``numel`` elements on ``device`` now, outside any clock."""
+    """Make a GPU's weights for outputs of ``numel`` elements now, outside any clock.
+
+    Both widths are made: the worker does not know its outputs' dtype before the calls.
+    """
     where = torch.device(device)
-    if where.type == "cuda" and where.index is None:  # outputs name their device's index
+    if where.type == "cpu":
+        return  # the CPU's digest needs nothing made ahead
+    if where.index is None:  # outputs name their device's index
         where = torch.device("cuda", torch.cuda.current_device())
-    _vector(numel, seed, where)
+    for wide in (torch.int32, torch.int64):
+        _weights(numel, seed, where, wide)
 
 
-def _as_float64(output: torch.Tensor) -> np.ndarray:
-    """A CPU tensor's values as a flat float64 array, single-threaded."""
-    flat = output.detach().reshape(-1)
-    if flat.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits are float32's top half
-        bits = flat.view(torch.int16).numpy().astype(np.uint32) << 16
-        return bits.view(np.float32).astype(np.float64)
-    if flat.dtype in (torch.float32, torch.float64, torch.float16):
-        return flat.numpy().astype(np.float64)
-    return flat.to(torch.float64).numpy()
+def _hash(seed: int, data: bytes | memoryview) -> str:
+    """SHA-256 of the seed and ``data``, shortened."""
+    h = hashlib.sha256(seed.to_bytes(8, "little", signed=False))
+    h.update(data)
+    return h.hexdigest()[:_DIGEST_CHARS]
 
 
-def _project(outputs: Sequence[torch.Tensor], seed: int, *, absolute: bool = False) -> list[float]:
-    """Projections of same-shaped outputs on one device (``absolute``: of |x| on |r|)."""
+def _host_bytes(output: torch.Tensor) -> memoryview:
+    """A CPU tensor's bytes, without a copy where it is contiguous."""
+    flat = output.detach().contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().data
+
+
+def _device_sums(outputs: Sequence[torch.Tensor], seed: int) -> list[bytes | memoryview]:
+    """Per output (same shape, dtype, device), its runs' exact weighted sums, as bytes."""
     first = outputs[0]
-    vector = _vector(first.numel(), seed, first.device)
-    if isinstance(vector, np.ndarray):
-        # one output at a time: its float64 copy is freed before the next is made, so every
-        # output reuses the same warm memory (a batch's copies kept together cost 3-5x as
-        # much, in fresh pages, as the parent's timing of one output's digest shows)
-        if absolute:
-            weights = np.abs(vector)
-            return [float(np.einsum("i,i->", np.abs(_as_float64(o)), weights)) for o in outputs]
-        return [float(np.einsum("i,i->", _as_float64(o), vector)) for o in outputs]
-    # on the device: each element's product with the vector in the output's own dtype (exact
-    # IEEE rounding, the same in both processes), summed in float64: one read of the output
-    # and no float64 copy of it (a 64 MiB prefill output costs ~50 us, not ~300)
-    weights = vector.to(first.dtype)
-    if absolute:
-        weights = weights.abs()
+    bits_dtype = _BITS.get(first.element_size())
+    if bits_dtype is None:  # float64 outputs: no exact int64 sum; hash their bytes
+        return [_host_bytes(o.detach().cpu()) for o in outputs]
+    numel = first.numel()
+    run = run_length(numel)
+    runs = math.ceil(numel / run)
+    wide = torch.int32 if first.element_size() <= 2 else torch.int64
+    weights = _weights(numel, seed, first.device, wide)
+
+    def sums(flat: torch.Tensor) -> torch.Tensor:
+        products = flat.view(bits_dtype).to(wide) * weights
+        if runs * run != numel:
+            products = torch.nn.functional.pad(products, (0, runs * run - numel))
+        return products.view(*products.shape[:-1], runs, run).sum(dim=-1, dtype=torch.int64)
+
     if first.numel() * first.element_size() >= _LARGE_BYTES:
-        sums = [_weighted_sum(o.reshape(-1), weights, absolute) for o in outputs]
-        return [float(x) for x in torch.stack(sums).tolist()]
-    flat = torch.stack([o.reshape(-1) for o in outputs])
-    return [float(x) for x in _weighted_sum(flat, weights, absolute).tolist()]
+        rows = [sums(o.detach().reshape(-1)) for o in outputs]
+        host = torch.stack(rows).cpu().numpy()
+    else:
+        host = sums(torch.stack([o.detach().reshape(-1) for o in outputs])).cpu().numpy()
+    return [row.tobytes() for row in host]  # small: a run's sum per 64 or more elements
 
 
-def _weighted_sum(flat: torch.Tensor, weights: torch.Tensor, absolute: bool) -> torch.Tensor:
-    """Sum over the last dimension of ``flat * weights`` (``|flat|`` if ``absolute``), float64."""
-    product = (flat.abs() if absolute else flat) * weights
-    return product.sum(dim=-1, dtype=torch.float64)
+def digests(outputs: Sequence[torch.Tensor], seed: int) -> list[str]:
+    """A digest of each output (any shape and device; see the module), one string each.
 
-
-def digests(outputs: Sequence[torch.Tensor], seed: int) -> list[float]:
-    """The projection of each output (any shape; flattened, in float64) on the seed's vector.
-
-    Outputs of one shape, dtype and device (a batch's calls) share one vector; others are
-    projected one at a time. A non-finite output gives a non-finite digest.
+    Outputs of one shape, dtype and device (a batch's calls) are reduced together on a GPU.
     """
     if not outputs:
         return []
     first = outputs[0]
+    if first.device.type == "cpu":
+        return [_hash(seed, _host_bytes(o)) for o in outputs]
     if all(o.shape == first.shape and o.dtype == first.dtype and o.device == first.device
            for o in outputs):  # fmt: skip
-        return _project(outputs, seed)
-    return [_project([o], seed)[0] for o in outputs]
+        return [_hash(seed, data) for data in _device_sums(outputs, seed)]
+    return [digests([o], seed)[0] for o in outputs]
 
 
-def matches(output: torch.Tensor, digest: float, seed: int) -> bool:
-    """Whether ``output`` is the one ``digest`` committed to (within :data:`DIGEST_RTOL`)."""
-    mine = _project([output], seed)[0]
-    if not (math.isfinite(mine) and math.isfinite(digest)):  # the same non-finite output
-        return (math.isnan(mine) and math.isnan(digest)) or mine == digest
-    scale = _project([output], seed, absolute=True)[0]
-    return abs(mine - digest) <= DIGEST_RTOL * scale + 1e-300
+def matches(output: torch.Tensor, digest: str, seed: int) -> bool:
+    """Whether ``output`` is the one ``digest`` committed to (exactly)."""
+    return isinstance(digest, str) and digests([output], seed)[0] == digest

@@ -230,7 +230,7 @@ class Verifier(Protocol):
     """Checks one batch's outputs (:class:`evals.harness.wall_verify.BatchVerifier`)."""
 
     def __call__(
-        self, *, calls: int, shifts: Sequence[int], digest_seed: int, digests: list[float]
+        self, *, calls: int, shifts: Sequence[int], digest_seed: int, digests: list[str]
     ) -> float:
         """Verify the batch (raises :class:`WallFailure`); the digests' cost, seconds."""
         ...
@@ -289,7 +289,7 @@ def run_round(
     from (a later round does not start over from the smallest batch); ``scale``: how many
     times ``settings.batch_us`` its batches aim at (see :func:`_next_calls`).
 
-    The round starts with the worker making its digests' projection vector (untimed). Each
+    The round starts with the worker making what its digests need (untimed). Each
     batch is a no-op (for the record) and the batch, with its calls' flip offsets drawn from
     ``seed``, both timed on ``plan.meter`` (default: ``clock``); then the batch is verified
     (``plan.verify``), which also says what the digests and flips cost the parent. The first
@@ -304,8 +304,8 @@ def run_round(
     start = clock()
     batches: list[Batch] = []
     calls = _next_calls(before, reported, settings, plan.max_calls, scale, left_s=budget)
-    # one projection vector per round, made before any batch (a fresh one per batch would put
-    # its generation, milliseconds for a large output, inside the meter)
+    # the digests' weights made once per round, before any batch (fresh ones per batch would
+    # put their generation, milliseconds for a large GPU output, inside the meter)
     digest_seed = derive_seed(seed, "digest")
     client.request({"op": "wall", "warm": digest_seed}, timeout_s=plan.timeout_s)
     meter = plan.meter or _metered(clock)
@@ -318,11 +318,9 @@ def run_round(
         wall, header = _round_trip(client, batch, plan.timeout_s, meter)
         digest_s = 0.0
         if plan.verify is not None:
-            raw = header.get("digests")  # the candidate's process wrote it: numbers or a fail
-            numbers = isinstance(raw, list) and all(
-                isinstance(d, int | float) and not isinstance(d, bool) for d in raw
-            )
-            digests = [float(d) for d in raw] if isinstance(raw, list) and numbers else []
+            raw = header.get("digests")  # the candidate's process wrote it: strings or a fail
+            strings = isinstance(raw, list) and all(isinstance(d, str) for d in raw)
+            digests = list(raw) if isinstance(raw, list) and strings else []
             if len(digests) != calls:
                 got = len(raw) if isinstance(raw, list) else "no"
                 reason = f"a wall-clock batch of {calls} calls answered {got} digests"

@@ -81,7 +81,7 @@ class BatchVerifier:
         self._masks: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def __call__(
-        self, *, calls: int, shifts: Sequence[int], digest_seed: int, digests: list[float]
+        self, *, calls: int, shifts: Sequence[int], digest_seed: int, digests: list[str]
     ) -> float:
         """Fetch and check one random call's output; the digests' cost for ``calls``, seconds.
 
@@ -100,7 +100,7 @@ class BatchVerifier:
             )
             (out,) = unpack(self.session, header["tensors"], payload)
             where = f"call {index + 1} of a wall-clock batch of {calls} back-to-back calls"
-            if not matches(out, float(digests[index]), digest_seed):
+            if not matches(out, digests[index], digest_seed):
                 reason = f"{where} returned another output than the one its batch committed to"
                 raise WallFailure(Failure(Code.STALE_RESULT, reason))
             failure = check_against(

@@ -46,15 +46,15 @@ class WallBatches:
     seeds of the timing round it checks (the same work as the timed calls: a ragged KV
     cache's lengths come from the seeds) and, where the target refills queries, each set's
     sign mask (:mod:`evals.harness.query_flips`); ``{"warm": seed}`` makes the digests'
-    projection vector of ``seed``; ``{"n": N, "digest_seed", "shifts"}`` runs N calls back to
+    weights of ``seed``; ``{"n": N, "digest_seed", "shifts"}`` runs N calls back to
     back on the sets in turn, call ``i`` on its set's q flipped at ``shifts[i]`` first (so no
     call repeats an earlier call's inputs, and none can be computed before the request), on
     a GPU with no synchronisation between the calls and one ``torch.cuda.synchronize()``
     after the last, so work a call left running is waited for; N 0 is the no-op (the same
     path, no call, timed for the record); ``{"drop": true}`` lets the inputs go. Preparing
     requests end synchronised, so none of their work runs into a batch. A batch keeps every
-    call's output and answers with a digest of each (:mod:`evals.harness.digest`, on the
-    vector of ``digest_seed``), all inside the parent's clock; ``{"outputs": [i, ...]}``
+    call's output and answers with a digest of each (:mod:`evals.harness.digest`, keyed by
+    ``digest_seed``), all inside the parent's clock; ``{"outputs": [i, ...]}``
     then hands over the outputs the parent chose to verify and drops the rest. The worker's
     own figure (``batch_s``) is for the record only: the parent times the request
     (:mod:`evals.harness.wall_check`).
@@ -90,7 +90,7 @@ class WallBatches:
         try:
             if "scenario" in req:
                 self._prepare(Scenario(**req["scenario"]), req)
-            if "warm" in req and self.scenario is not None:  # the round's projection vector
+            if "warm" in req and self.scenario is not None:  # the round's digest weights
                 spec = self.worker.target.expected_output(self.scenario)
                 warm(math.prod(spec.shape), int(req["warm"]), spec.device)
             committed = self._batch(n, req) if n else []
@@ -114,7 +114,7 @@ class WallBatches:
         if target.device == "cuda":
             torch.cuda.synchronize()
 
-    def _batch(self, n: int, req: dict[str, Any]) -> list[float]:
+    def _batch(self, n: int, req: dict[str, Any]) -> list[str]:
         """``n`` calls back to back (each on a freshly flipped q); their digests."""
         calls, sets, flips = self.calls, self.sets, self.flips
         offsets = [int(x) for x in req.get("shifts", ())]
@@ -128,7 +128,7 @@ class WallBatches:
             torch.cuda.synchronize()
         return self._commit(outputs, int(req["digest_seed"]))
 
-    def _commit(self, outputs: list[object], digest_seed: int) -> list[float]:
+    def _commit(self, outputs: list[object], digest_seed: int) -> list[str]:
         """Keep the batch's outputs and return their digests (inside the parent's clock)."""
         if not all(isinstance(o, torch.Tensor) for o in outputs):
             raise CandidateError(Failure(Code.WRONG_SIGNATURE, "a batch call returned no Tensor"))
