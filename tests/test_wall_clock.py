@@ -353,6 +353,23 @@ def test_the_parent_rebuilds_the_q_a_batch_call_saw():
     assert not torch.equal(other._inputs(0, request["shifts"])["q"], stub.seen[0])
 
 
+def test_the_parent_times_digests_on_distinct_copies_as_a_batch_has_them(monkeypatch):
+    # one output repeated stays in cache and is digested cheaper than a batch of distinct
+    # outputs: on the H200 that under-subtraction rejected FA3 itself on large prefills
+    seen = []
+    monkeypatch.setattr(wall_verify, "compute_digests",
+                        lambda batch, seed: seen.append({o.data_ptr() for o in batch}))
+    session = SimpleNamespace(target=None, seed=1)
+    verifier = wall_verify.BatchVerifier(session, _scenario(), [5], key="wall_clock")
+    small = torch.zeros(1000)
+    verifier._digest_cost(small, 40, 3)
+    assert [len(s) for s in seen] == [40, 40, 40]  # every call its own copy
+    seen.clear()
+    big = torch.zeros(12 << 20)  # 48 MiB: three copies exceed the cache bound
+    verifier._digest_cost(big, 16, 3)
+    assert [len(s) for s in seen] == [3, 3, 3]
+
+
 def test_batches_run_the_timing_rounds_own_input_sets_in_turn():
     # the same work as the timed calls: the timing round's sets (a ragged KV cache's lengths
     # come from its seeds), rotated, each call with its own fresh q
@@ -595,7 +612,13 @@ def test_device_digests_are_exact_sums_the_same_alone_or_in_a_batch():
     alone = [bytes(digest._device_sums([o], 9)[0]) for o in outs]
     assert together == alone and len(set(together)) == 5
     runs = -(-outs[0].numel() // digest.run_length(outs[0].numel()))
-    assert len(together[0]) == 8 * runs
+    assert len(together[0]) == 4 * runs  # int32 sums for 16-bit patterns
+    extreme = torch.full((4096,), -32768, dtype=torch.int16).view(torch.bfloat16)
+    weights = digest._weights(extreme.numel(), 9, extreme.device, 2).long()
+    exact = (extreme.view(torch.int16).long().view(-1) * weights).view(-1, 64).sum(-1)
+    assert torch.equal(exact.int().long(), exact)  # no run overflows its int32 sum
+    sums = np.frombuffer(digest._device_sums([extreme], 9)[0], dtype=np.int32)
+    assert sums.tolist() == exact.tolist()
     changed = outs[2].clone()
     changed.view(-1)[-1] = -changed.view(-1)[-1]  # the last, padded run
     assert bytes(digest._device_sums([changed], 9)[0]) != together[2]

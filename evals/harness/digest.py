@@ -18,7 +18,8 @@ nudge it, element by element within the tolerance, until its projection hit the 
   vary 3x between the worker and the parent's timing of it).
 - On a GPU the bytes do not leave the device: each run of consecutive elements is reduced
   there to one exact integer (the elements' bit patterns weighted by random integers from
-  the seed, summed in int64: exact, so any reduction order gives the same number), and
+  the seed, bounded so that the sum cannot overflow: exact, so any reduction order gives the
+  same number), and
   SHA-256 is taken over those sums on the host. A process can then nudge a run only within
   the tolerance, which moves its sum by at most the run's length in tolerance steps, so it
   would need its committed guess to be within about the square root of the run's length of
@@ -42,16 +43,12 @@ _RUN = 64
 """Elements reduced to one integer sum on a GPU, for outputs up to :data:`_MAX_SUMS` runs."""
 _MAX_SUMS = 1 << 16
 """Sums per output on a GPU before its runs grow longer (the host hashes at most this many)."""
-_WEIGHT_BOUND = 1 << 15
-"""Weights are nonzero integers in (-2**15, 2**15): a 16-bit pattern times a weight fits
-int32, so a bf16 output's products need half the memory traffic of int64 ones; runs are
-summed in int64 (exact for any pattern width here)."""
 _LARGE_BYTES = 1 << 20
 """GPU outputs from this size are reduced one at a time (no stacked copy of the batch)."""
 _BITS = {1: torch.int8, 2: torch.int16, 4: torch.int32}
 """Integer views of an output's elements, by element size in bytes."""
 
-_WEIGHTS: dict[tuple[int, int, str, torch.dtype], torch.Tensor] = {}
+_WEIGHTS: dict[tuple[int, int, str, torch.dtype, int], torch.Tensor] = {}
 
 
 def run_length(numel: int) -> int:
@@ -61,16 +58,28 @@ def run_length(numel: int) -> int:
     return 1 << math.ceil(math.log2(numel / _MAX_SUMS))
 
 
-def _weights(numel: int, seed: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """``(numel,)`` nonzero weights in ``(-2**15, 2**15)`` from ``seed``, as ``dtype`` (cached)."""
-    key = (numel, seed, str(device), dtype)
+def _bound(run: int, element_size: int) -> int:
+    """Weights' bound: a run's sum of bit pattern times weight stays exact in its accumulator.
+
+    16-bit patterns (bf16, fp16) are multiplied and summed in int32, one pass each with no
+    wider copy (the costly part on a GPU is memory traffic): ``2**15 * bound * run <= 2**31``.
+    32-bit patterns in int64: ``2**31 * 2**15 * run`` stays far below ``2**63``.
+    """
+    return max(2, (1 << 16) // run) if element_size <= 2 else 1 << 15
+
+
+def _weights(numel: int, seed: int, device: torch.device, element_size: int) -> torch.Tensor:
+    """``(numel,)`` nonzero integer weights from ``seed``, bounded by :func:`_bound` (cached)."""
+    wide = torch.int32 if element_size <= 2 else torch.int64
+    bound = _bound(run_length(numel), element_size)
+    key = (numel, seed, str(device), wide, bound)
     if key not in _WEIGHTS:
         if len(_WEIGHTS) >= 8:
             _WEIGHTS.pop(next(iter(_WEIGHTS)))
         gen = torch.Generator(device=device).manual_seed(seed)
-        w = torch.randint(1 - _WEIGHT_BOUND, _WEIGHT_BOUND, (numel,), generator=gen,
-                          device=device, dtype=torch.int64)  # fmt: skip
-        _WEIGHTS[key] = torch.where(w == 0, torch.ones_like(w), w).to(dtype)
+        w = torch.randint(1 - bound, bound, (numel,), generator=gen, device=device,
+                          dtype=torch.int64)  # fmt: skip
+        _WEIGHTS[key] = torch.where(w == 0, torch.ones_like(w), w).to(wide)
     return _WEIGHTS[key]
 
 
@@ -84,8 +93,8 @@ def warm(numel: int, seed: int, device: str | torch.device) -> None:
         return  # the CPU's digest needs nothing made ahead
     if where.index is None:  # outputs name their device's index
         where = torch.device("cuda", torch.cuda.current_device())
-    for wide in (torch.int32, torch.int64):
-        _weights(numel, seed, where, wide)
+    for element_size in (2, 4):
+        _weights(numel, seed, where, element_size)
 
 
 def _hash(seed: int, data: bytes | memoryview) -> str:
@@ -110,14 +119,13 @@ def _device_sums(outputs: Sequence[torch.Tensor], seed: int) -> list[bytes | mem
     numel = first.numel()
     run = run_length(numel)
     runs = math.ceil(numel / run)
-    wide = torch.int32 if first.element_size() <= 2 else torch.int64
-    weights = _weights(numel, seed, first.device, wide)
+    weights = _weights(numel, seed, first.device, first.element_size())
 
     def sums(flat: torch.Tensor) -> torch.Tensor:
-        products = flat.view(bits_dtype).to(wide) * weights
+        products = flat.view(bits_dtype) * weights  # promoted to the weights' width in one pass
         if runs * run != numel:
             products = torch.nn.functional.pad(products, (0, runs * run - numel))
-        return products.view(*products.shape[:-1], runs, run).sum(dim=-1, dtype=torch.int64)
+        return products.view(*products.shape[:-1], runs, run).sum(dim=-1, dtype=weights.dtype)
 
     if first.numel() * first.element_size() >= _LARGE_BYTES:
         rows = [sums(o.detach().reshape(-1)) for o in outputs]

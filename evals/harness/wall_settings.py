@@ -19,7 +19,8 @@ class WallSettings:
         margin_us: Absolute excess allowed per call, microseconds: timer granularity and
             launch gaps; small, so the bound scales with the call's length.
         overhead_us: Excess allowed per batch request, microseconds, spread over its calls:
-            the worker's own handling of the request (dispatch, the final synchronise) that the parent's no-op cannot subtract.
+            the worker's own handling of the request (dispatch, the final synchronise) that
+            the parent's no-op cannot subtract.
         batch_us: Aim of one batch's duration, microseconds: long against the channel's
             jitter, short enough that some batch of a round runs undisturbed on a busy host.
         min_calls: Calls in a batch at least; the first batch has exactly this many, and the

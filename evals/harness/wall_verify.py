@@ -41,6 +41,11 @@ process that skips a fraction f of its calls in every batch escapes a check of b
 (1 - f) ** (4 + (b - 4) / 4) at best, and every scenario is checked."""
 
 
+_CACHE_BYTES = 128 << 20
+"""Copies of a fetched output that the parent's digest timing cycles through take at least
+this many bytes together (twice the H200's 60 MB L2), or one per call where fewer."""
+
+
 class BatchVerifier:
     """Verifies one random call of each batch of one wall-clock check.
 
@@ -180,11 +185,18 @@ class BatchVerifier:
     def _digest_cost(self, out: torch.Tensor, calls: int, digest_seed: int) -> float:
         """The digests of ``calls`` outputs like ``out``, as this process computes them, seconds.
 
-        Timed three times on each of the first batches (the smallest per call is kept): the
-        least it can cost, so no more than the honest cost is ever subtracted.
+        Timed three times on each of the first batches (the smallest per call is kept), on
+        distinct copies of ``out`` that no cache holds together: the least the digests of a
+        batch of distinct outputs can cost, so no more than the honest cost is subtracted.
         """
         if self.verified <= 2:
-            batch = [out] * calls
+            # distinct copies, as the worker digests distinct outputs: one output repeated
+            # would stay in cache and be timed cheaper than a batch's digests cost (on the
+            # H200 this rejected FA3 itself on 67 MB prefill outputs)
+            size = max(1, out.numel() * out.element_size())
+            distinct = min(calls, -(-_CACHE_BYTES // size))
+            copies = [out.clone() for _ in range(distinct)]
+            batch = [copies[i % distinct] for i in range(calls)]
             for _ in range(3):  # the first may pay for lazy set-up; the fastest counts
                 seconds = self._seconds(lambda: compute_digests(batch, digest_seed), out.device)
                 self._digest_per_call_s = min(self._digest_per_call_s, seconds / calls)
