@@ -23,8 +23,9 @@ nudge it, element by element within the tolerance, until its projection hit the 
   SHA-256 is taken over those sums on the host. A process can then nudge a run only within
   the tolerance, which moves its sum by at most the run's length in tolerance steps, so it
   would need its committed guess to be within about the square root of the run's length of
-  tolerances of the right output: the runs are 64 elements for outputs up to 4M elements
-  (about 8 tolerances), longer for larger outputs (the host's share stays at 64k sums).
+  tolerances of the right output: the runs are 64 elements for outputs up to 262k elements
+  (about 8 tolerances), longer for larger outputs (the host hashes 4096 sums at most), so a
+  large output binds more loosely: a 67 MB one in runs of 8192 (about 90 tolerances).
 """
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ _DIGEST_CHARS = 32
 """Hex characters of SHA-256 kept per digest (128 bits)."""
 _RUN = 64
 """Elements reduced to one integer sum on a GPU, for outputs up to :data:`_MAX_SUMS` runs."""
-_MAX_SUMS = 1 << 16
-"""Sums per output on a GPU before its runs grow longer (the host hashes at most this many)."""
+_MAX_SUMS = 1 << 12
+"""Sums per output on a GPU before its runs grow longer: the host hashes at most this many
+(16 KB; 64k sums of a 67 MB output cost the H200's host about 300 us a call, more than the
+device's part, and host work is the part a busy worker's timing spreads most)."""
 _LARGE_BYTES = 1 << 20
 """GPU outputs from this size are reduced one at a time (no stacked copy of the batch)."""
 _BITS = {1: torch.int8, 2: torch.int16, 4: torch.int32}
@@ -58,20 +61,28 @@ def run_length(numel: int) -> int:
     return 1 << math.ceil(math.log2(numel / _MAX_SUMS))
 
 
-def _bound(run: int, element_size: int) -> int:
-    """Weights' bound: a run's sum of bit pattern times weight stays exact in its accumulator.
+def _wide(run: int, element_size: int) -> torch.dtype:
+    """The products' and sums' integer type (int32 or int64).
 
-    16-bit patterns (bf16, fp16) are multiplied and summed in int32, one pass each with no
-    wider copy (the costly part on a GPU is memory traffic): ``2**15 * bound * run <= 2**31``.
-    32-bit patterns in int64: ``2**31 * 2**15 * run`` stays far below ``2**63``.
+    int32 for 16-bit patterns in runs up to 2**14: one pass each with no wider copy (memory
+    traffic is the cost on a GPU).
     """
-    return max(2, (1 << 16) // run) if element_size <= 2 else 1 << 15
+    return torch.int32 if element_size <= 2 and run <= 1 << 14 else torch.int64
+
+
+def _bound(run: int, wide: torch.dtype) -> int:
+    """Weights' bound: a run's sum of bit pattern times weight stays exact in ``wide``.
+
+    int32: ``2**15 * bound * run <= 2**31``; int64: ``2**31 * 2**15 * run`` far below ``2**63``.
+    """
+    return max(2, (1 << 16) // run) if wide == torch.int32 else 1 << 15
 
 
 def _weights(numel: int, seed: int, device: torch.device, element_size: int) -> torch.Tensor:
     """``(numel,)`` nonzero integer weights from ``seed``, bounded by :func:`_bound` (cached)."""
-    wide = torch.int32 if element_size <= 2 else torch.int64
-    bound = _bound(run_length(numel), element_size)
+    run = run_length(numel)
+    wide = _wide(run, element_size)
+    bound = _bound(run, wide)
     key = (numel, seed, str(device), wide, bound)
     if key not in _WEIGHTS:
         if len(_WEIGHTS) >= 8:
