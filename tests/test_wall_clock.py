@@ -614,8 +614,8 @@ def test_device_digests_are_exact_sums_the_same_alone_or_in_a_batch():
     runs = -(-outs[0].numel() // digest.run_length(outs[0].numel()))
     assert len(together[0]) == 4 * runs  # int32 sums for 16-bit patterns
     extreme = torch.full((4096,), -32768, dtype=torch.int16).view(torch.bfloat16)
-    weights = digest._weights(extreme.numel(), 9, extreme.device, 2).long()
-    exact = (extreme.view(torch.int16).long().view(-1) * weights).view(-1, 64).sum(-1)
+    weights = digest._weights(64, 9, extreme.device, 2).long()
+    exact = (extreme.view(torch.int16).long().view(-1, 64) * weights).sum(-1)
     assert torch.equal(exact.int().long(), exact)  # no run overflows its int32 sum
     sums = np.frombuffer(digest._device_sums([extreme], 9)[0], dtype=np.int32)
     assert sums.tolist() == exact.tolist()

@@ -52,6 +52,7 @@ _BITS = {1: torch.int8, 2: torch.int16, 4: torch.int32}
 """Integer views of an output's elements, by element size in bytes."""
 
 _WEIGHTS: dict[tuple[int, int, str, torch.dtype, int], torch.Tensor] = {}
+"""Weights by (run, seed, device, width, bound), the last few kept."""
 
 
 def run_length(numel: int) -> int:
@@ -78,17 +79,21 @@ def _bound(run: int, wide: torch.dtype) -> int:
     return max(2, (1 << 16) // run) if wide == torch.int32 else 1 << 15
 
 
-def _weights(numel: int, seed: int, device: torch.device, element_size: int) -> torch.Tensor:
-    """``(numel,)`` nonzero integer weights from ``seed``, bounded by :func:`_bound` (cached)."""
-    run = run_length(numel)
+def _weights(run: int, seed: int, device: torch.device, element_size: int) -> torch.Tensor:
+    """``(run,)`` nonzero integer weights from ``seed``, bounded by :func:`_bound` (cached).
+
+    Every run of an output is weighted alike: a run binds its own elements whatever weights
+    the others have, and a vector the length of a run costs no memory traffic beside the
+    output's (a weight per element doubled a large output's digest cost on the H200).
+    """
     wide = _wide(run, element_size)
     bound = _bound(run, wide)
-    key = (numel, seed, str(device), wide, bound)
+    key = (run, seed, str(device), wide, bound)
     if key not in _WEIGHTS:
         if len(_WEIGHTS) >= 8:
             _WEIGHTS.pop(next(iter(_WEIGHTS)))
         gen = torch.Generator(device=device).manual_seed(seed)
-        w = torch.randint(1 - bound, bound, (numel,), generator=gen, device=device,
+        w = torch.randint(1 - bound, bound, (run,), generator=gen, device=device,
                           dtype=torch.int64)  # fmt: skip
         _WEIGHTS[key] = torch.where(w == 0, torch.ones_like(w), w).to(wide)
     return _WEIGHTS[key]
@@ -105,7 +110,7 @@ def warm(numel: int, seed: int, device: str | torch.device) -> None:
     if where.index is None:  # outputs name their device's index
         where = torch.device("cuda", torch.cuda.current_device())
     for element_size in (2, 4):
-        _weights(numel, seed, where, element_size)
+        _weights(run_length(numel), seed, where, element_size)
 
 
 def _hash(seed: int, data: bytes | memoryview) -> str:
@@ -130,13 +135,14 @@ def _device_sums(outputs: Sequence[torch.Tensor], seed: int) -> list[bytes | mem
     numel = first.numel()
     run = run_length(numel)
     runs = math.ceil(numel / run)
-    weights = _weights(numel, seed, first.device, first.element_size())
+    weights = _weights(run, seed, first.device, first.element_size())
 
     def sums(flat: torch.Tensor) -> torch.Tensor:
-        products = flat.view(bits_dtype) * weights  # promoted to the weights' width in one pass
-        if runs * run != numel:
-            products = torch.nn.functional.pad(products, (0, runs * run - numel))
-        return products.view(*products.shape[:-1], runs, run).sum(dim=-1, dtype=weights.dtype)
+        bits = flat.view(bits_dtype)
+        if runs * run != numel:  # odd sizes (small): the last run padded with zeros
+            bits = torch.nn.functional.pad(bits, (0, runs * run - numel))
+        products = bits.view(*bits.shape[:-1], runs, run) * weights  # one pass, to int32/64
+        return products.sum(dim=-1, dtype=weights.dtype)
 
     if first.numel() * first.element_size() >= _LARGE_BYTES:
         rows = [sums(o.detach().reshape(-1)) for o in outputs]
