@@ -46,7 +46,9 @@ CASES = [
     ("input_modification.cu", "check", PREFILL, Code.INPUT_MODIFIED, "input 'q'"),
     ("precision_downgrade.cu", "check", PREFILL, Code.INACCURATE, "exceeds tolerance"),
     ("dev_shape_specialised.cu", "check", D96, Code.INACCURATE, "exceeds tolerance"),
-    ("racy.cu", "check", PREFILL, Code.NONDETERMINISTIC, "three runs"),
+    # the anti-caching probe's repeated call may meet its wrong seventh call first (H200, s10)
+    ("racy.cu", "check", PREFILL, (Code.NONDETERMINISTIC, Code.STALE_RESULT),
+     ("three runs", "wrong result on the same data")),
     ("hang.cu", "check", PREFILL, Code.TIMEOUT, "no answer"),
     ("crash.cu", "check", PREFILL, Code.EXCEPTION, "CUDA error"),
     # integrity II: allow-lists where deny-lists missed, contract clauses the grid never tested
@@ -63,7 +65,10 @@ CASES = [
 # tests/gpu/test_hostile_process_gpu.py, which removes the files it writes
 CASES += [
     ("wall_batch_skip.cu", "bench", PREFILL, Code.STALE_RESULT, "wall-clock"),
-    ("timer_forge.cu", "bench", PREFILL, Code.STALE_RESULT, "wall-clock"),
+    # should it miss a batch call and do the work, its forged third no longer explains the
+    # parent's clock (alone on the H200 in s10: 589 us a call against 234 reported)
+    ("timer_forge.cu", "bench", PREFILL, (Code.STALE_RESULT, Code.TIMING_MISMATCH),
+     ("wall-clock", "the parent's clock saw")),
 ]
 JUDGED_ELSEWHERE = {"write_escape.cu"}
 
@@ -94,7 +99,9 @@ def test_cheat_is_rejected_for_its_reason(kernel, command, scenario, code, text)
                                    scenario_ids=(scenario,), call_timeout_s=15))
     failures = [r.failure for r in verdict.results if r.failure is not None]
     assert verdict.status == "failed" and failures, verdict.to_json()["checks"]
-    assert failures[0].code == code and text in failures[0].reason, failures[0]
+    reasons = zip(code, text, strict=True) if isinstance(code, tuple) else [(code, text)]
+    first = failures[0]
+    assert any(first.code == c and t in first.reason for c, t in reasons), first
 
 
 @pytest.mark.parametrize(("kernel", "code", "text", "drawn"), DRAWN_CASES,

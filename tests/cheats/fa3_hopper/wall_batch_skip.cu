@@ -1,4 +1,4 @@
-// Cheat: honest timed calls, but a call that enters within 12 us of the previous return with a q of its own (back to back, as only the parent's wall-clock batches call it; the host clock is libc's clock_gettime found by address) skips the work and returns a copy of the previous output.
+// Cheat: honest timed calls, but a call that enters within 150 us of the previous return with a q of its own (back to back, as only the parent's wall-clock batches call it; the host clock is libc's clock_gettime found by address) skips the work and returns a copy of the previous output.
 // Caught by: a random output of every wall-clock batch verified by the parent against the float64 reference (STALE_RESULT, 'wall-clock'); before that it passes.
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -186,7 +186,10 @@ int64_t host_ns() {
   clock(1 /* CLOCK_MONOTONIC */, &c);
   return c.sec * 1000000000 + c.nsec;
 }
-constexpr int64_t kBackToBackNs = 12000;
+// A batch call now follows the flip of its own q (a few torch launches: tens of us of host
+// time, 12 us was too short on the H200 and the cheat ran every batch call); a timed call
+// follows a synchronise that waits out the previous call (this kernel: hundreds of us).
+constexpr int64_t kBackToBackNs = 150000;
 at::Tensor last_out;
 const void* last_q = nullptr;
 int64_t last_return_ns = 0;
