@@ -64,7 +64,7 @@ def check(
             run on the same input sets (the same work; a ragged KV cache's lengths come from
             them), each call with its own fresh q. None: one set from the check's own seed.
         clock: The clock the batches are timed on, seconds (tests). None: on a CPU target,
-            the worker's CPU time as the kernel counts it where it can be read
+            the worker's critical path of CPU time where the kernel offers it
             (:mod:`evals.harness.process_clock`), else the parent's wall clock.
 
     Returns:
@@ -173,7 +173,7 @@ def _record(
     if failure is not None:
         result.checks[key] = f"failed: {failure.reason}"
         return failure
-    meter = "; the worker's CPU time" if isinstance(plan.meter, CpuMeter) else ""
+    meter = "; the worker's busiest thread's CPU time" if isinstance(plan.meter, CpuMeter) else ""
     result.checks[key] = (
         f"passed: the parent's clock saw {reading.per_call_us:.1f} us per call (best of "
         f"{reading.batches} batches of back-to-back calls, {reading.calls} calls{meter}; "

@@ -9,8 +9,9 @@ each call with its own fresh q, made inside the batch from secrets the request c
 where the target refills queries (:mod:`evals.harness.query_flips`): nothing computed before
 the request can stand in for a call) and times each batch request itself, less the parent's
 own cost of those flips and the channel's round trip. On a GPU the meter is the parent's
-:func:`time.perf_counter`; on the CPU it is the worker's CPU time as the kernel counts it
-(:mod:`evals.harness.process_clock`: a busy host's waits are not the kernel's). The
+:func:`time.perf_counter`; on the CPU it is the worker's critical path of CPU time as the
+kernel counts it, its busiest thread's (:mod:`evals.harness.process_clock`: a busy host's
+waits are not the kernel's). The
 smallest per-call figure over the batches,
 
     U = min over batches of (request - flips - digests - round trip) / calls,

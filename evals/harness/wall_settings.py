@@ -53,7 +53,8 @@ class WallSettings:
 
 
 CPU_WALL = WallSettings(tolerance=1.5, margin_us=2.0, overhead_us=400.0, batch_us=2_000.0)
-"""CPU targets, metered by the worker's CPU time (the wall time where less): a busy host's
+"""CPU targets, metered by the worker's critical path of CPU time, its busiest thread's (the
+wall time where less; the whole process's CPU time before session 10): a busy host's
 waits do not count, so beside three busy processes on two cores honest kernels' batches came
 out at 1.2-1.3x their timed medians. Quiet, one small drawn scenario (4 queries, 108 keys, 5
 heads; a 52 us call) came out at 2.4x by the worker's own clock too, the rest at 1.1-1.9x:
