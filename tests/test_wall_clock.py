@@ -370,6 +370,21 @@ def test_the_parent_times_digests_on_distinct_copies_as_a_batch_has_them(monkeyp
     assert [len(s) for s in seen] == [3, 3, 3]
 
 
+def test_the_parent_times_the_flips_on_every_set_in_turn_as_a_batch_does(monkeypatch):
+    # one set's q flipped again and again stays in cache: subtracted too cheaply where the
+    # batch's sets do not fit there together (a k=1 scenario rejected beside two CPU hogs)
+    stub = StubWorker()
+    session = SimpleNamespace(target=stub.target, seed=1)
+    verifier = wall_verify.BatchVerifier(session, _scenario(), [5, 6, 7], key="wall_clock",
+                                         mask_seed=9)
+    flipped = []
+    real_flip = query_flips.flip
+    monkeypatch.setattr(query_flips, "flip",
+                        lambda q, *rest: flipped.append(q.data_ptr()) or real_flip(q, *rest))
+    assert verifier.flip_cost(10) > 0
+    assert len(flipped) >= 8 and len(set(flipped)) == 3
+
+
 def test_batches_run_the_timing_rounds_own_input_sets_in_turn():
     # the same work as the timed calls: the timing round's sets (a ragged KV cache's lengths
     # come from its seeds), rotated, each call with its own fresh q

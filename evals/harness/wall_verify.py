@@ -133,8 +133,10 @@ class BatchVerifier:
     def flip_cost(self, calls: int) -> float:
         """Flipping the queries of a batch of ``calls`` as this process does it, seconds.
 
-        Timed on the first three batches (8 flips each, the fastest per flip kept): the least
-        it can cost, so no more than the honest cost is subtracted.
+        Timed on the first three batches (8 flips each, the fastest per flip kept), on the
+        sets in turn as the batches flip them: the least it can cost, so no more than the
+        honest cost is subtracted (one set's q flipped again and again stays in cache, and
+        was subtracted too cheaply where a batch's sets do not fit there together).
         """
         if not self.q_numel:
             return 0.0
@@ -142,15 +144,18 @@ class BatchVerifier:
         try:
             if self._flip_timings < 3:
                 self._flip_timings += 1
-                q = self._sets()[0]["q"].clone()
-                base, mask = self._flips(0)
-                offsets = query_flips.shifts(self._flip_timings, 8, q.numel())
+                sets = self._sets()
+                queries = [s["q"].clone() for s in sets]
+                bits = [self._flips(which) for which in range(len(sets))]
+                count = max(8, len(sets))
+                offsets = query_flips.shifts(self._flip_timings, count, self.q_numel)
 
                 def flips() -> None:
-                    for shift in offsets:
-                        query_flips.flip(q, base, mask, shift)
+                    for i, shift in enumerate(offsets):
+                        which = i % len(queries)
+                        query_flips.flip(queries[which], *bits[which], shift)
 
-                per_flip = self._seconds(flips, q.device) / len(offsets)
+                per_flip = self._seconds(flips, queries[0].device) / len(offsets)
                 self._flip_s = min(self._flip_s, per_flip)
             return self._flip_s * calls
         finally:
