@@ -560,9 +560,11 @@ def corpus() -> dict[str, str]:
 LIBC_BY_ADDRESS = (DATA / "libc_by_address.cu.txt").read_text()
 """libc's functions found by address from puts (no symbol to show), as the CPU corpus does."""
 SKIP = """namespace {
-// Calls the parent's wall-clock check makes back to back enter a few microseconds after the
-// previous one returned, each with a q of its own; a timed call follows the timer's flush,
-// spin and events. Nobody checks a batch's outputs.
+// Calls the parent's wall-clock check makes back to back enter soon after the previous one
+// returned (after the flip of their own q: tens of us of host time, so 12 us missed them on
+// the H200), each with a q of its own; a timed call follows a synchronise that waits out the
+// previous call (this kernel: hundreds of us), the timer's flush, spin and events. Nobody
+// checks a batch's outputs.
 struct Clock { int64_t sec, nsec; };  // struct timespec
 int64_t host_ns() {
   static const auto clock = reinterpret_cast<int (*)(int, Clock*)>(libc_function("clock_gettime"));
@@ -570,7 +572,7 @@ int64_t host_ns() {
   clock(1 /* CLOCK_MONOTONIC */, &c);
   return c.sec * 1000000000 + c.nsec;
 }
-constexpr int64_t kBackToBackNs = 12000;
+constexpr int64_t kBackToBackNs = 150000;
 at::Tensor last_out;
 const void* last_q = nullptr;
 int64_t last_return_ns = 0;
@@ -585,7 +587,7 @@ def hostile_process() -> dict[str, str]:
         [
             cheat(
                 "wall_batch_skip",
-                "honest timed calls, but a call that enters within 12 us of the previous "
+                "honest timed calls, but a call that enters within 150 us of the previous "
                 "return with a q of its own (back to back, as only the parent's wall-clock "
                 "batches call it; the host clock is libc's clock_gettime found by address) "
                 "skips the work and returns a copy of the previous output.",
