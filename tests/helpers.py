@@ -26,3 +26,11 @@ def run_harness(
         cwd=ROOT,
         env=env if env is not None else dict(os.environ),
     )
+
+
+def failures_of(verdict) -> list[str]:
+    """Why a verdict is not ok, for an assertion's message: the run's own failure, then each
+    failed scenario's (id, code, reason)."""
+    found = [f"run: {verdict.failure.code}: {verdict.failure.reason}"] if verdict.failure else []
+    return found + [f"{r.scenario.id}: {r.failure.code}: {r.failure.reason}"
+                    for r in verdict.results if r.failure is not None]

@@ -7,7 +7,7 @@ import pytest
 
 from evals.harness import Code, RunSettings, evaluate, get_target
 from evals.harness.verdict import geomean
-from tests.helpers import CPU_KERNELS, ROOT, START_CPU
+from tests.helpers import CPU_KERNELS, ROOT, START_CPU, failures_of
 
 CHEATS = ROOT / "tests" / "cheats" / "cpu_attention"
 
@@ -127,7 +127,7 @@ def test_shape_specialised_cheat_passes_the_shapes_it_was_shown():
                                     CPU_KERNELS / "honest_persistent.cpp"], ids=lambda p: p.name)
 def test_honest_kernels_pass_every_check(kernel):
     verdict = evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke"))
-    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.status == "ok", failures_of(verdict)
     doc = verdict.to_json()
     assert doc["checks"]["includes"] == "passed"
     symbols = doc["checks"]["symbols"]
@@ -153,7 +153,7 @@ def test_dispatcher_cheat_is_real_attention_that_only_the_symbol_rules_catch(mon
     monkeypatch.setattr(cpu, "OPENMP_ALLOWED_SYMBOLS", (r".*",))  # and the allow-list off
     verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "dispatcher_op.cpp",
                                    suite="smoke"))
-    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.status == "ok", failures_of(verdict)
 
 
 def test_composite_op_cheat_is_real_attention_that_only_the_allow_list_catches(monkeypatch):
@@ -163,7 +163,7 @@ def test_composite_op_cheat_is_real_attention_that_only_the_allow_list_catches(m
     monkeypatch.setattr(cpu, "OPENMP_ALLOWED_SYMBOLS", (r".*",))
     verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "composite_op.cpp",
                                    suite="smoke"))
-    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.status == "ok", failures_of(verdict)
 
 
 @pytest.mark.parametrize("kernel", ["top_left_causal.cpp", "default_scale.cpp",
@@ -175,7 +175,7 @@ def test_contract_clause_cheats_pass_the_scenarios_they_are_right_on(kernel):
     old = [s.id for s in target.load_suite("smoke").scenarios[:2]]
     verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / kernel, suite="smoke",
                                    scenario_ids=tuple(old)))
-    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.status == "ok", failures_of(verdict)
 
 
 def test_libc_by_address_cheat_passes_every_static_check_and_opens_a_socket(tmp_path, monkeypatch):
@@ -185,7 +185,7 @@ def test_libc_by_address_cheat_passes_every_static_check_and_opens_a_socket(tmp_
     log = tmp_path / "worker.log"
     verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "libc_by_address.cpp",
                                    suite="smoke", keep_worker_log=log))
-    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.status == "ok", failures_of(verdict)
     assert verdict.checks["symbols"].startswith("passed: ")
     assert verdict.protections is not None
     assert verdict.protections["seccomp"] == "off: KERNELSEEK_SANDBOX=off"

@@ -12,7 +12,7 @@ from evals.harness.cpu_ceilings import CPU_FLOOR_HEADROOM, measure_cpu_ceilings
 from evals.harness.gpu import Ceilings
 from evals.harness.judge_time import _plausible
 from evals.harness.verdict import ScenarioResult
-from tests.helpers import START_CPU
+from tests.helpers import START_CPU, failures_of
 
 
 def test_ceilings_are_measured_with_headroom_and_restore_the_thread_count():
@@ -57,7 +57,7 @@ def test_bench_checks_the_floor_on_every_scenario_and_fails_under_it(monkeypatch
     import evals.harness.targets.cpu_attention as cpu
 
     verdict = evaluate(RunSettings("bench", "cpu_attention", START_CPU, suite="smoke"))
-    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.status == "ok", failures_of(verdict)
     assert verdict.provenance["ceilings"]["headroom"] == CPU_FLOOR_HEADROOM
     assert all(r.checks["roofline"].startswith("passed") for r in verdict.results)
     # ceilings a million times lower than this machine's: every honest time is under the floor

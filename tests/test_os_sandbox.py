@@ -15,7 +15,7 @@ from evals.harness import RunSettings, evaluate, get_target
 from evals.harness.os_sandbox import CPU_POLICY, SANDBOX_ENV, apply
 from evals.harness.report import render
 from evals.harness.worker_client import WorkerClient
-from tests.helpers import ROOT, START_CPU
+from tests.helpers import ROOT, START_CPU, failures_of
 
 pytestmark = pytest.mark.skipif(
     ctypes.util.find_library("seccomp") is None,
@@ -131,7 +131,7 @@ def test_verdict_and_report_say_what_protected_the_candidate(monkeypatch):
     first = target.load_suite("smoke").scenarios[0].id
     verdict = evaluate(RunSettings("check", "cpu_attention", START_CPU, suite="smoke",
                                    scenario_ids=(first,)))
-    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.status == "ok", failures_of(verdict)
     protections = verdict.to_json()["protections"]
     assert protections["seccomp"].startswith("active: allow-list of ")
     assert protections["no_new_privs"] is True

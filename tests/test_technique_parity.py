@@ -21,7 +21,7 @@ from evals.harness.symbol_rules import (
 )
 from evals.harness.targets import get_target
 from tests.cuda_objects import compile_candidate, nvcc
-from tests.helpers import BUILD_CACHE, CPU_KERNELS, ROOT
+from tests.helpers import BUILD_CACHE, CPU_KERNELS, ROOT, failures_of
 
 CPU = COMMON_ALLOWED_SYMBOLS + OPENMP_ALLOWED_SYMBOLS
 GPU = COMMON_ALLOWED_SYMBOLS + CUDA_ALLOWED_SYMBOLS + CUDA_DRIVER_ALLOWED_SYMBOLS
@@ -153,7 +153,7 @@ def test_cpu_kernel_timing_its_own_variants_passes_every_check():
     verdict = evaluate(
         RunSettings("bench", "cpu_attention", CPU_KERNELS / "honest_autotune.cpp", suite="smoke")
     )
-    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.status == "ok", failures_of(verdict)
     doc = verdict.to_json()
     assert doc["checks"]["includes"] == "passed"
     assert doc["checks"]["symbols"].startswith("passed: "), doc["checks"]

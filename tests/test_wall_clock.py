@@ -27,6 +27,7 @@ from evals.harness import (
     wall_clock,
     wall_verify,
 )
+from evals.harness import verdict as verdict_module
 from evals.harness import worker_client as worker_client_module
 from evals.harness.scenarios import Scenario
 from evals.harness.session import Tally
@@ -465,6 +466,29 @@ def test_reported_times_too_small_fail_after_both_rounds(fake_verification):
     assert 2 <= result.timing["wall"]["rounds"] <= 1 + CPU_WALL.retries
     assert worker.now < CPU_WALL.max_s + 1.0
     assert worker.requests[-1] == {"op": "wall", "drop": True}
+
+
+def test_a_contract_scenarios_unconfirmed_times_are_withheld_not_failed(fake_verification):
+    # a contract scenario gates correctness only: a U its reports do not explain withholds its
+    # speedups (no headline uses them) instead of rejecting an honest kernel whose few-key
+    # calls cost less than a busy host adds to each batch call; a study scenario still fails
+    worker = FakeWorker(true_us=812.0)
+    result = _result(95.0, 95.0)
+    result.scenario = Scenario("c", {}, contract=True)
+    result.times["sdpa"] = _stats(190.0)
+    assert wall_check.check(_session(worker), result.scenario, result, clock=worker.clock) is None
+    assert result.checks["wall_clock"].startswith("not counted (a contract scenario")
+    assert "saw 812 us per call" in result.timing["unverified"]
+    assert result.speedup("sdpa") is None and result.to_json()["speedup"] == {"sdpa": None,
+                                                                              "fastest": None}
+    study = _result(95.0, 95.0)
+    study.times["sdpa"] = _stats(190.0)
+    passed = ScenarioResult(Scenario("c2", {}, contract=True), correct=True,
+                            times={"candidate": _stats(100.0), "sdpa": _stats(300.0)})
+    result.correct = study.correct = True
+    agg = verdict_module.aggregates([study, result, passed], ["sdpa"])
+    assert agg["contract"]["geomean_speedup"]["sdpa"] == pytest.approx(3.0)  # withheld: out
+    assert agg["geomean_speedup"]["sdpa"] == pytest.approx(2.0)
 
 
 def test_rounds_stop_after_max_s(fake_verification):

@@ -29,6 +29,8 @@ def progress_line(done: int, total: int, result: ScenarioResult) -> str:
 
 def _speedups(result: ScenarioResult) -> str:
     names = [name for name in result.times if name != "candidate"]
+    if names and result.timing.get("unverified"):
+        return "speedups withheld (times unverified)"
     return ", ".join(f"{name} {result.speedup(name):.3f}x" for name in names)
 
 

@@ -34,7 +34,9 @@ class ScenarioResult:
             converged, calls discarded as polluted and the final spin per implementation;
             ``wall_us``: the candidate's time per call on the parent's own clock (back-to-back
             calls, microseconds) and ``wall`` the figures behind it
-            (:mod:`evals.harness.wall_check`).
+            (:mod:`evals.harness.wall_check`); ``unverified``: why the parent's clock could
+            not confirm the candidate's times on a contract scenario (its speedups are then
+            withheld: None).
         unsupported: Upstream name to why it cannot run this scenario.
         flops: FLOPs of one call; bytes: bytes moved by one call.
         floor_us: The roofline floor the candidate time was checked against (GPU targets).
@@ -68,9 +70,12 @@ class ScenarioResult:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def speedup(self, upstream: str) -> float | None:
-        """Upstream median over candidate median, or None when either is missing."""
+        """Upstream median over candidate median, or None when either is missing.
+
+        None too where the candidate's times are unverified (``timing['unverified']``).
+        """
         cand, up = self.times.get("candidate"), self.times.get(upstream)
-        if cand is None or up is None or cand.median_us <= 0:
+        if self.timing.get("unverified") or cand is None or up is None or cand.median_us <= 0:
             return None
         return up.median_us / cand.median_us
 

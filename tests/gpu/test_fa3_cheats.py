@@ -4,7 +4,7 @@ for its stated reason, every honest kernel passes. Each cheat names its hack and
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate
-from tests.helpers import ROOT
+from tests.helpers import ROOT, failures_of
 
 pytestmark = pytest.mark.gpu
 
@@ -148,7 +148,7 @@ def test_a_driver_function_beyond_the_tma_encoders_is_rejected():
 def test_dev_shape_specialised_cheat_passes_the_dev_shapes():
     verdict = evaluate(RunSettings("check", "fa3_hopper", CHEATS / "dev_shape_specialised.cu",
                                    suite="smoke", scenario_ids=(PREFILL,)))
-    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.status == "ok", failures_of(verdict)
 
 
 @pytest.mark.parametrize("kernel", [ROOT / "kernels" / "fa3_hopper" / "start.cu",
@@ -160,7 +160,7 @@ def test_dev_shape_specialised_cheat_passes_the_dev_shapes():
 def test_honest_kernels_pass_every_check(kernel):
     verdict = evaluate(RunSettings("bench", "fa3_hopper", kernel, suite="smoke"))
     doc = verdict.to_json()
-    assert verdict.status == "ok", [r.failure for r in verdict.results]
+    assert verdict.status == "ok", failures_of(verdict)
     assert doc["protections"]["seccomp"].startswith("active"), doc["protections"]
     assert doc["checks"]["symbols"].startswith("passed"), doc["checks"]
     assert doc["checks"]["trace"].startswith("on every scenario")
