@@ -4,7 +4,7 @@ for its stated reason, every honest kernel passes. Each cheat names its hack and
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate
-from tests.helpers import ROOT, failures_of
+from tests.helpers import ROOT, check_held, failures_of
 
 pytestmark = pytest.mark.gpu
 
@@ -167,7 +167,7 @@ def test_honest_kernels_pass_every_check(kernel):
     for sc in doc["scenarios"]:
         assert sc["checks"]["trace"].startswith("passed"), sc["checks"]
         assert "3 of 3 calls" in sc["checks"]["trace"], sc["checks"]
-        assert sc["checks"]["wall_clock"].startswith("passed"), sc["checks"]
+        assert check_held(sc, "wall_clock"), sc["checks"]
         assert {"verification", "anti_caching", "races", "timed_outputs", "roofline",
                 "host_issue", "wall_clock"} <= set(
             sc["checks"]), sc["checks"]
