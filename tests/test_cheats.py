@@ -142,6 +142,15 @@ def test_honest_kernels_pass_every_check(kernel):
         assert all(check_held(sc, name) for name in sc["checks"]), sc["checks"]
 
 
+def test_the_honest_list_names_every_honest_cpu_kernel_of_the_corpora():
+    # scripts/honest_under_load.sh proves the kernels of this list under load: none left out
+    lines = (CPU_KERNELS / "honest.txt").read_text().splitlines()
+    listed = [ROOT / line for line in lines if line and not line.startswith("#")]
+    assert all(path.is_file() for path in listed), listed
+    corpora = {*CPU_KERNELS.glob("honest_*.cpp"), *CHEATS.glob("honest_*.cpp")}
+    assert corpora <= set(listed) and {START_CPU, CPU_KERNELS / "fast.cpp"} <= set(listed)
+
+
 def test_dispatcher_cheat_is_real_attention_that_only_the_symbol_rules_catch(monkeypatch):
     import evals.harness.targets.cpu_attention as cpu
 
