@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from evals.harness import Code, RunSettings, evaluate
-from tests.helpers import ROOT
+from tests.helpers import ROOT, failures_of
 
 pytestmark = pytest.mark.gpu
 
@@ -43,8 +43,9 @@ def test_verdict_records_gpu_provenance(start_bench):
 def test_self_check_fa3_against_itself():
     v = evaluate(RunSettings("bench", "fa3_hopper", None, suite="smoke",
                              candidate_upstream="fa3"))
+    assert v.status == "ok", failures_of(v)
     geo = v.to_json()["aggregates"]["geomean_speedup"]["fa3"]
-    assert v.status == "ok" and 0.95 < geo < 1.05
+    assert 0.95 < geo < 1.05, geo
 
 
 @pytest.mark.parametrize(("kernel", "code"), [("wrong.cu", Code.INACCURATE),
