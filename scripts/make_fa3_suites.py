@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fa3_contract_scenarios import contract_dev, contract_full, contract_smoke
 
-OUT = Path("evals/harness/suites/fa3_hopper")
+OUT = Path("evals/targets/fa3_hopper/suites")
 TOKENS = 16384
 MODEL_DIM = 2048
 KB = 1024

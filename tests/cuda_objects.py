@@ -1,4 +1,4 @@
-"""fa3_hopper candidates compiled to objects on a host without a GPU, for the static checks.
+"""CUDA candidates compiled to objects on a host without a GPU, for the static checks.
 
 The harness builds a candidate through ``torch.utils.cpp_extension``, which also links it
 against torch's CUDA libraries; a CPU-only torch has none, so nothing links here. The static
@@ -25,8 +25,8 @@ def nvcc() -> str | None:
     return shutil.which("nvcc")
 
 
-def compile_candidate(source: Path, cache: Path) -> Path:
-    """Compile ``source`` as the fa3_hopper build would; the library path the checks expect.
+def compile_candidate(source: Path, cache: Path, target: str = "fa3_hopper") -> Path:
+    """Compile ``source`` as ``target``'s build would; the library path the checks expect.
 
     The returned ``<dir>/candidate.so`` does not exist: its folder holds ``build.ninja`` and
     ``candidate.o``, which is what the static checks read. Objects are cached by content.
@@ -34,7 +34,7 @@ def compile_candidate(source: Path, cache: Path) -> Path:
     import torch
     from torch.utils import cpp_extension
 
-    from evals.harness.targets.fa3_hopper import NVCC_FLAGS
+    from evals.harness.targets import get_target
 
     compiler = nvcc()
     assert compiler is not None, "needs nvcc"
@@ -51,7 +51,8 @@ def compile_candidate(source: Path, cache: Path) -> Path:
         *[arg for d in includes for arg in ("-isystem", d)],
         f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
     ]
-    post = [*cpp_extension.COMMON_NVCC_FLAGS, "--compiler-options", "-fPIC", *NVCC_FLAGS]
+    target_flags = get_target(target).build.extra_cuda_cflags
+    post = [*cpp_extension.COMMON_NVCC_FLAGS, "--compiler-options", "-fPIC", *target_flags]
     command = shlex.join([compiler, *flags, "|", *post])
     key = hashlib.sha256(source.read_bytes() + command.encode())
     build = cache / "cuda-objects" / key.hexdigest()[:24]

@@ -21,7 +21,7 @@ from evals.bank import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ROOT / "evals" / "harness" / "suites"
+SUITES = ROOT / "evals" / "targets"
 KEYS = ["id", "triggers", "text", "hypothesis", "measurement", "tags", "origin"]
 
 
@@ -333,7 +333,7 @@ def test_focus_merges_without_duplicates_in_order():
 
 @pytest.mark.parametrize("target", ["fa3_hopper", "cpu_attention"])
 def test_every_suite_scenario_maps(target):
-    for suite in (SUITES / target / f"{name}.json" for name in ("smoke", "dev", "full")):
+    for suite in (SUITES / target / "suites" / f"{name}.json" for name in ("smoke", "dev", "full")):
         for sc in json.loads(suite.read_text())["scenarios"]:
             tags = focus_from_scenarios([sc])
             if target == "cpu_attention":

@@ -152,7 +152,7 @@ def test_the_honest_list_names_every_honest_cpu_kernel_of_the_corpora():
 
 
 def test_dispatcher_cheat_is_real_attention_that_only_the_symbol_rules_catch(monkeypatch):
-    import evals.harness.targets.cpu_attention as cpu
+    import evals.targets.cpu_attention.target as cpu
 
     monkeypatch.setattr(cpu, "DISPATCHER_SYMBOLS", ())  # the deny rule off: the allow-list
     verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "dispatcher_op.cpp",
@@ -167,7 +167,7 @@ def test_dispatcher_cheat_is_real_attention_that_only_the_symbol_rules_catch(mon
 
 def test_composite_op_cheat_is_real_attention_that_only_the_allow_list_catches(monkeypatch):
     # a deny-list naming at::_ops and the dispatcher let this through: it is torch's SDPA
-    import evals.harness.targets.cpu_attention as cpu
+    import evals.targets.cpu_attention.target as cpu
 
     monkeypatch.setattr(cpu, "OPENMP_ALLOWED_SYMBOLS", (r".*",))
     verdict = evaluate(RunSettings("check", "cpu_attention", CHEATS / "composite_op.cpp",

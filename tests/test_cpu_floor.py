@@ -54,7 +54,7 @@ def test_a_time_under_the_floor_fails_as_implausible():
 
 
 def test_bench_checks_the_floor_on_every_scenario_and_fails_under_it(monkeypatch):
-    import evals.harness.targets.cpu_attention as cpu
+    import evals.targets.cpu_attention.target as cpu
 
     verdict = evaluate(RunSettings("bench", "cpu_attention", START_CPU, suite="smoke"))
     assert verdict.status == "ok", failures_of(verdict)

@@ -11,9 +11,9 @@ from evals.harness import judge_time as judge_module
 from evals.harness import judge_upstreams as up_module
 from evals.harness.scenarios import Scenario
 from evals.harness.session import Tally
-from evals.harness.targets import fa3_problem
 from evals.harness.timing import TimingSettings, TimingStats
 from evals.harness.verdict import ScenarioResult, aggregates
+from evals.targets.fa3_hopper import problem as fa3_problem
 
 
 def _stats(median):

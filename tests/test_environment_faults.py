@@ -26,16 +26,17 @@ def _one_line(proc, text):
 
 @NO_GPU
 @pytest.mark.parametrize(
-    "args",
+    ("target", "args"),
     [
-        ["bench", "--candidate-upstream", "fa3"],
-        ["score", "--kernel", "kernels/fa3_hopper/start.cu"],
+        ("fa3_hopper", ["bench", "--candidate-upstream", "fa3"]),
+        ("fa3_hopper", ["score", "--kernel", "kernels/fa3_hopper/start.cu"]),
+        ("fa4_blackwell", ["score", "--kernel", "kernels/fa4_blackwell/start.cu"]),
     ],
 )
-def test_a_gpu_target_without_a_gpu_says_so_in_one_line(tmp_path, args):
+def test_a_gpu_target_without_a_gpu_says_so_in_one_line(tmp_path, target, args):
     out = tmp_path / "v.json"
-    proc = run_harness(*args, "--target", "fa3_hopper", "--json", str(out))
-    _one_line(proc, "no CUDA GPU: fa3_hopper runs on an NVIDIA GPU")
+    proc = run_harness(*args, "--target", target, "--json", str(out))
+    _one_line(proc, f"no CUDA GPU: {target} runs on an NVIDIA GPU")
     doc = json.loads(out.read_text())
     assert doc["status"] == "error" and doc["failure"]["code"] == "environment"
     assert doc["kernel"].get("sha256") or args[0] == "bench"  # the scorer checks it
@@ -77,7 +78,7 @@ def test_each_missing_piece_of_a_gpu_target_has_its_reason(monkeypatch):
     failure = environment_fault(target, building=True)
     assert failure.code == Code.ENVIRONMENT and failure.reason.startswith("no CUDA toolkit")
     try:
-        from evals.harness.targets.fa3_upstreams import import_fa3
+        from evals.targets.fa3_hopper.upstreams import import_fa3
 
         import_fa3()
     except Exception:

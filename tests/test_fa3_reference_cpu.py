@@ -9,8 +9,8 @@ import torch
 
 from evals.harness.failures import Code
 from evals.harness.guards import InputGuard
-from evals.harness.targets import fa3_problem as problem
-from evals.harness.targets.fa3_problem import Fa3Params
+from evals.targets.fa3_hopper import problem
+from evals.targets.fa3_hopper.problem import Fa3Params
 
 
 def naive(q, k, v, causal, scale):

@@ -11,8 +11,8 @@ import torch
 from evals.harness import get_target
 from evals.harness.attention import reference_attention
 from evals.harness.gpu import Ceilings
-from evals.harness.targets import fa3_problem as problem
-from evals.harness.targets.fa3_problem import Fa3Params
+from evals.targets.fa3_hopper import problem
+from evals.targets.fa3_hopper.problem import Fa3Params
 
 
 @pytest.fixture(scope="module")

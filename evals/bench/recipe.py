@@ -1,4 +1,4 @@
-"""A recipe: stages in order (data in ``evals/data/recipes/``) and the controller running them."""
+"""A recipe: stages in order (a target folder's ``recipe.yaml``) and the controller running them."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """One descriptor per target: everything the Inspect layer knows about it.
 
-The harness's own :class:`evals.harness.targets.Target` (scenarios, suites, upstreams, build)
-is found by the same name through :func:`evals.harness.get_target`. Adding a target to the
-Inspect layer is one :class:`BenchTarget` entry here plus its data: ``kernels/<name>/``
-(contract and start kernel), ``tasks/<name>/<name>.py``, ``evals/data/recipes/<name>.yaml``,
-``evals/data/context/<name>/`` and its sandbox folder under ``sandboxes/``.
+Each descriptor is read from its target's folder (``evals/targets/<name>/target.toml``, the
+``[bench]`` table; see :mod:`evals.targets`), where the target's contract, start kernel, recipe
+and context notes also live. The harness's own :class:`evals.harness.targets.Target` (scenarios,
+suites, upstreams, build) is found by the same name through :func:`evals.harness.get_target`.
 """
 
 from __future__ import annotations
@@ -15,8 +14,9 @@ from typing import Literal
 
 from evals.bench.task_args import TaskArgs
 from evals.data import resource
+from evals.targets import TargetFolder, target_folders
 
-__all__ = ["CPU_ATTENTION", "FA3_HOPPER", "FA4_BLACKWELL", "TARGETS", "BenchTarget", "bench_target"]
+__all__ = ["TARGETS", "BenchTarget", "bench_target"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,12 +28,13 @@ class BenchTarget:
         device: ``cpu`` or ``gpu`` (the autonomous arm's ``profile`` adds ncu on GPUs).
         language: The kernel's language, as prompts name it.
         kernel_file: The candidate's file in the agent's working directory.
-        start_kernel: The start kernel's file name in ``kernels/<name>/`` (None: none yet).
         sandbox_folder: ``sandboxes/<folder>/compose.yaml`` (docker) and
             ``sandboxes/k8s/values-<folder>.yaml`` (k8s).
         goal: The prompt's opening; ``{kernel}`` stands for the kernel file.
         defaults: The task's argument defaults: work and score suites, the default upstream,
             sandbox, budget.
+        folder: The target's folder, where its files are.
+        start_kernel: The start kernel's file name in ``kernels/<name>/`` (None: none yet).
         unavailable: Why the task refuses to start (one line), or None when it runs.
     """
 
@@ -41,10 +42,11 @@ class BenchTarget:
     device: Literal["cpu", "gpu"]
     language: Literal["C++", "CUDA"]
     kernel_file: str
-    start_kernel: str | None
     sandbox_folder: str
     goal: str
     defaults: TaskArgs
+    folder: TargetFolder
+    start_kernel: str | None = None
     unavailable: str | None = None
 
     @property
@@ -53,8 +55,8 @@ class BenchTarget:
         return self.defaults.upstream
 
     def contract(self) -> Traversable:
-        """The packaged ``kernels/<name>/CONTRACT.md``."""
-        return resource("kernels", self.name, "CONTRACT.md")
+        """The target's ``CONTRACT.md`` (``kernels/<name>/`` links to its folder)."""
+        return self.folder.file("kernel", "CONTRACT.md")
 
     def start(self) -> Traversable:
         """The packaged start kernel.
@@ -64,60 +66,28 @@ class BenchTarget:
         """
         if self.start_kernel is None:
             raise FileNotFoundError(f"{self.name} has no start kernel yet")
-        return resource("kernels", self.name, self.start_kernel)
+        return self.folder.file("kernel", self.start_kernel)
 
     def recipe(self) -> Traversable:
         """The scripted arm's default recipe."""
-        return resource("recipes", f"{self.name}.yaml")
+        return self.folder.file("recipe.yaml")
 
     def context(self) -> Traversable:
         """The folder of notes the autonomous arm gives the agent in ``docs/``."""
-        return resource("context", self.name)
+        return self.folder.file("context")
 
     def task_file(self) -> Traversable:
         """The packaged Inspect task file, ``tasks/<name>/<name>.py``."""
         return resource("tasks", self.name, f"{self.name}.py")
 
 
-CPU_ATTENTION = BenchTarget(
-    name="cpu_attention",
-    device="cpu",
-    language="C++",
-    kernel_file="kernel.cpp",
-    start_kernel="start.cpp",
-    sandbox_folder="cpu",
-    goal="Make the C++ attention kernel in `{kernel}` as fast as possible on this "
-    "CPU, faster than torch's scaled_dot_product_attention, while staying correct.",
-    defaults=TaskArgs(upstream="sdpa", sandbox="local", message_limit=200),
-)
+def _descriptor(folder: TargetFolder) -> BenchTarget:
+    bench = dict(folder.bench)
+    defaults = TaskArgs(**bench.pop("defaults", {}))
+    return BenchTarget(name=folder.name, defaults=defaults, folder=folder, **bench)
 
-FA3_HOPPER = BenchTarget(
-    name="fa3_hopper",
-    device="gpu",
-    language="CUDA",
-    kernel_file="kernel.cu",
-    start_kernel="start.cu",
-    sandbox_folder="hopper",
-    goal="Make the CUDA attention kernel in `{kernel}` as fast as possible on this "
-    "Hopper GPU, faster than FlashAttention-3, while staying correct.",
-    defaults=TaskArgs(upstream="fa3", sandbox="docker", message_limit=400),
-)
 
-FA4_BLACKWELL = BenchTarget(
-    name="fa4_blackwell",
-    device="gpu",
-    language="CUDA",
-    kernel_file="kernel.cu",
-    start_kernel=None,
-    sandbox_folder="blackwell",
-    goal="Make the CUDA attention kernel in `{kernel}` as fast as possible on this "
-    "Blackwell GPU, faster than FlashAttention-4, while staying correct.",
-    defaults=TaskArgs(upstream="fa4", sandbox="docker", message_limit=400),
-    unavailable="fa4_blackwell is not available yet: the harness has no fa4_blackwell target "
-    "(it needs a B200 and FlashAttention-4); use tasks/fa3_hopper or tasks/cpu_attention",
-)
-
-TARGETS: dict[str, BenchTarget] = {t.name: t for t in (CPU_ATTENTION, FA3_HOPPER, FA4_BLACKWELL)}
+TARGETS: dict[str, BenchTarget] = {n: _descriptor(f) for n, f in target_folders().items()}
 
 
 def bench_target(name: str) -> BenchTarget:

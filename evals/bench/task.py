@@ -6,7 +6,9 @@ target's ``-T`` arguments and defaults (from its :class:`~evals.bench.targets.Be
     @task
     @task_arguments("cpu_attention")
     def cpu_attention(args: TaskArgs) -> Task:
-        return target_task("cpu_attention", args, version=TASK_VERSION)
+        return target_task("cpu_attention", args)
+
+The task's version is its target folder's (``evals/targets/<name>/target.toml``'s history).
 """
 
 from __future__ import annotations
@@ -50,15 +52,15 @@ def target_settings(target: str, args: TaskArgs | None = None) -> TaskSettings:
     return TaskSettings(target=target, **asdict(args or descriptor.defaults))
 
 
-def target_task(target: str, args: TaskArgs, *, version: int) -> Task:
+def target_task(target: str, args: TaskArgs) -> Task:
     """The task of ``target`` with ``args``: validated, then built by :func:`kernel_task`."""
-    return kernel_task(target_settings(target, args), version=version)
+    return kernel_task(target_settings(target, args))
 
 
 def kernel_task(
     settings: TaskSettings,
     *,
-    version: int,
+    version: int | None = None,
     solver: Solver | None = None,
     root: Path | None = None,
 ) -> Task:
@@ -66,7 +68,8 @@ def kernel_task(
 
     Args:
         settings: Validated here; a bad value raises :class:`TaskArgumentError`.
-        version: The task's version (bump it when a change could move scores).
+        version: The task's version; default: the target folder's current one (bumped there
+            when a change could move scores).
         solver: Default: :func:`evals.bench.kernel_agent`.
         root: A checkout holding ``sandboxes/`` (see :mod:`evals.bench.sandboxes`).
     """
@@ -87,6 +90,9 @@ def kernel_task(
         # agent messages and tokens are enforced by the arms (evals.bench.budget), so that
         # questions and the questioner's tokens do not consume the agent's budget
         working_limit=settings.time_limit,
-        version=version,
-        metadata={"settings": settings.to_json()},
+        version=descriptor.folder.version if version is None else version,
+        metadata={
+            "settings": settings.to_json(),
+            "version_change": descriptor.folder.versions[-1].change,
+        },
     )

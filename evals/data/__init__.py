@@ -1,14 +1,12 @@
 """Data the package ships, read through :mod:`importlib.resources` (checkout and wheel alike).
 
 - ``bank/``: the question bank (``questions.yaml``) and the limit-claim phrases;
-- ``kernels/<target>/``: each target's contract (``CONTRACT.md``) and start kernel;
 - ``tasks/<target>/<target>.py``: the Inspect task files, registered as ``evals/<target>``;
-- ``recipes/<target>.yaml``: the scripted arm's recipes;
-- ``context/<target>/``: the notes the autonomous arm puts in the agent's ``docs/``.
 
-``bank``, ``kernels`` and ``tasks`` are symbolic links to the repository's top-level folders,
-which stay their documented locations; building a wheel (``pip install .``) copies the files
-behind them into the package. A Docker build context leaves ``bank/`` and ``tasks/`` out
+Each target's own files (contract, start kernel, recipe, context notes) live in its folder,
+:mod:`evals.targets`. ``bank`` and ``tasks`` are symbolic links to the repository's top-level
+folders, which stay their documented locations; building a wheel (``pip install .``) copies the
+files behind them into the package. A Docker build context leaves ``bank/`` and ``tasks/`` out
 (``sandboxes/*/Dockerfile.dockerignore``), so a sandbox image installs neither.
 """
 

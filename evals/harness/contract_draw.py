@@ -1,14 +1,14 @@
 """Contract scenarios drawn at random from a run's seed, over the input space the contract allows.
 
-The suites hold fixed scenarios; a kernel can be right on every one of them and wrong on inputs
-the contract allows but no suite lists. So every run also draws a few small scenarios from its
-seed (``score``'s is secret): any head count and GQA group, ``seqlen_q`` above and below
-``seqlen_k`` (with a causal mask, rows that see no key), softmax scales negative, tiny and large,
-values up to the dtype's range. The space is data: ``suites/<target>/draw.json`` says how many
+The suites hold fixed scenarios; a kernel can be right on every one of them and wrong on inputs the
+contract allows but no suite lists. So every run also draws a few small scenarios from its seed
+(``score``'s is secret): any head count and GQA group, ``seqlen_q`` above and below ``seqlen_k``
+(with a causal mask, rows that see no key), softmax scales negative, tiny and large, values up to
+the dtype's range. The space is data: ``evals/targets/<target>/suites/draw.json`` says how many
 scenarios each suite draws and the range of every quantity; the target turns one draw into a
-scenario's parameters (:meth:`evals.harness.targets.base.Target.draw_contract`). Drawn
-scenarios are contract scenarios (they gate correctness; their speed is reported apart), and
-the verdict records each one's id and parameters like any other scenario's.
+scenario's parameters (:meth:`evals.harness.targets.base.Target.draw_contract`). Drawn scenarios
+are contract scenarios (they gate correctness; their speed is reported apart), and the verdict
+records each one's id and parameters like any other scenario's.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.scenarios import Scenario
+from evals.targets import target_folder
 
 if TYPE_CHECKING:
     from evals.harness.targets.base import Target
@@ -111,9 +112,7 @@ class DrawSpace:
 
 def draw_path(target: str) -> Path:
     """Where ``target``'s draw space lives (beside its suites)."""
-    from evals.harness.targets.base import SUITES_DIR
-
-    return SUITES_DIR / target / "draw.json"
+    return target_folder(target).file("suites", "draw.json")
 
 
 def load_draw(path: Path) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:

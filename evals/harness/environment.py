@@ -1,7 +1,7 @@
 """What a run needs from the machine, checked before judging: one line when something is missing.
 
 A CUDA target needs a CUDA GPU that torch can see, a CUDA toolkit (``nvcc``) to build a
-candidate, and FlashAttention-3 when one of its upstreams is FA3 (it is the accuracy baseline);
+candidate, and the upstream its accuracy rule is measured against (FlashAttention-3 or -4);
 every build needs a C++ compiler. A missing piece is the machine's fault, not the candidate's:
 the run ends with code ``environment`` and exit status 2 before any work, with what is missing
 and how to supply it.
@@ -53,15 +53,4 @@ def _compiler(target: Target) -> str | None:
 
 
 def _upstreams(target: Target) -> str | None:
-    if target.device != "cuda" or "fa3" not in {u.name for u in target.upstreams}:
-        return None
-    from evals.harness.targets.fa3_upstreams import import_fa3
-
-    try:
-        import_fa3()
-    except Exception as exc:  # ImportError, or a broken install (missing CUDA libraries)
-        return (
-            f"no FlashAttention-3: {type(exc).__name__}: {exc} (pip install fa3-fwd==0.0.3, "
-            "or a full build's flash_attn_interface)"
-        )
-    return None
+    return target.missing_upstream()

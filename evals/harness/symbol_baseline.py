@@ -1,6 +1,6 @@
 """What a candidate adds to the undefined symbols of a trivial kernel of its target.
 
-Each target ships a trivial kernel (``evals/harness/trivial/<target><suffix>``): the contract's
+Each target ships a trivial kernel (``evals/targets/<target>/trivial<suffix>``): the contract's
 registration and an allocation (and, on the GPU, one launch). Compiled with the candidate's
 own compile command, its undefined symbols are what any candidate needs (torch's operator
 registration, allocator and error machinery for this torch and compiler); the symbol check
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from evals.harness.cache_dir import locked
 from evals.harness.compile_command import CompileCommand
+from evals.targets import target_folder
 
-TRIVIAL_DIR = Path(__file__).resolve().parent / "trivial"
 _TIMEOUT_S = 600.0
 
 
@@ -31,8 +31,8 @@ class BaselineError(RuntimeError):
 
 
 def trivial_source(target: str, suffix: str) -> Path:
-    """The trivial kernel of ``target``."""
-    return TRIVIAL_DIR / f"{target}{suffix}"
+    """The trivial kernel of ``target`` (``evals/targets/<target>/trivial<suffix>``)."""
+    return target_folder(target).file(f"trivial{suffix}")
 
 
 def baseline_symbols(

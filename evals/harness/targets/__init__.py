@@ -1,4 +1,7 @@
-"""The target registry. Targets are imported lazily, so a CPU machine never imports GPU code."""
+"""The harness's view of the targets, each found in its folder (:mod:`evals.targets`).
+
+A target's code is imported only when it is asked for, so a CPU machine never imports GPU code.
+"""
 
 from __future__ import annotations
 
@@ -16,33 +19,30 @@ from evals.harness.targets.base import (
     Work,
     WorkerLimits,
 )
-
-_REGISTRY: dict[str, str] = {
-    "cpu_attention": "evals.harness.targets.cpu_attention:CpuAttention",
-    "fa3_hopper": "evals.harness.targets.fa3_hopper:Fa3Hopper",
-}
+from evals.targets import target_folder, target_folders
 
 
 def target_names() -> tuple[str, ...]:
-    """Names of all registered targets."""
-    return tuple(sorted(_REGISTRY))
+    """Names of all targets (the folders under :mod:`evals.targets`)."""
+    return tuple(target_folders())
 
 
 def get_target(name: str) -> Target:
-    """Instantiate the target called ``name``.
+    """Instantiate the target called ``name`` (the class its ``target.toml`` names).
 
     Raises:
         HarnessInputError: No target has that name.
 
     """
     try:
-        module_name, cls_name = _REGISTRY[name].split(":")
+        folder = target_folder(name)
     except KeyError:
         known = ", ".join(target_names())
         raise HarnessInputError(
             Failure(Code.UNKNOWN_TARGET, f"unknown target {name!r} (known: {known})")
         ) from None
-    target: Target = getattr(importlib.import_module(module_name), cls_name)()
+    module = importlib.import_module(folder.harness_module)
+    target: Target = getattr(module, folder.harness_class)()
     return target
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -17,12 +16,11 @@ from evals.harness.guards import MutationCheck
 from evals.harness.scenarios import Scenario, Suite, load_suite
 from evals.harness.static_checks import SourcePolicy
 from evals.harness.timing import Timer, TimingSettings
+from evals.targets import target_folder
 
 DeviceKind = Literal["cpu", "cuda"]
 Inputs = Mapping[str, Any]
 """One input set: tensors and scalars, keyed by argument name."""
-
-SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
 
 
 @dataclass(frozen=True)
@@ -161,7 +159,14 @@ class Target(ABC):
                     Code.UNKNOWN_SUITE, f"unknown suite {name!r} for {self.name} (known: {known})"
                 )
             )
-        return load_suite(SUITES_DIR / self.name / f"{name}.json", name)
+        return load_suite(target_folder(self.name).file("suites", f"{name}.json"), name)
+
+    def missing_upstream(self) -> str | None:
+        """Why this machine lacks an upstream the target cannot judge without, or None.
+
+        The accuracy baseline is one: a GPU target overrides this with an import check.
+        """
+        return None
 
     def upstream(self, name: str) -> Upstream:
         """Return the upstream called ``name``."""
@@ -177,7 +182,7 @@ class Target(ABC):
     def draw_contract(self, space: DrawSpace) -> tuple[str, dict[str, Any]]:
         """One contract scenario drawn from ``space``: a short id part and its parameters.
 
-        Targets with a draw file (``suites/<name>/draw.json``) implement it; see
+        Targets with a draw file (``evals/targets/<name>/suites/draw.json``) implement it; see
         :mod:`evals.harness.contract_draw`.
         """
         raise NotImplementedError(f"target {self.name!r} draws no contract scenarios")

@@ -30,8 +30,6 @@ from evals.harness.symbol_rules import (
     CUDA_ALLOWED_SYMBOLS,
     CUDA_DRIVER_ALLOWED_SYMBOLS,
 )
-from evals.harness.targets import fa3_draw
-from evals.harness.targets import fa3_problem as problem
 from evals.harness.targets.base import (
     AccuracyRule,
     BuildSpec,
@@ -42,8 +40,10 @@ from evals.harness.targets.base import (
     Work,
     WorkerLimits,
 )
-from evals.harness.targets.fa3_upstreams import fa3_upstreams
 from evals.harness.timing import Timer, TimingSettings
+from evals.targets.fa3_hopper import draw as fa3_draw
+from evals.targets.fa3_hopper import problem
+from evals.targets.fa3_hopper.upstreams import fa3_upstreams, import_fa3
 
 NAMESPACE = "kernelseek"
 DENSE_SCHEMA = (
@@ -76,6 +76,23 @@ symbol check allows only its tensor-map encoders and error strings); not librari
 cuDNN, cuRAND, CUPTI, NVML, ...)."""
 
 
+def cuda_source_policy(target: str) -> SourcePolicy:
+    """What a one-file CUDA candidate of ``target`` may include and add to its trivial kernel."""
+    return SourcePolicy(
+        allowed_includes=(
+            STD_HEADERS,
+            *TORCH_HEADERS,
+            CUDA_HEADERS,
+            r"cooperative_groups(/[a-z_]+)?\.h",
+            r"cuda/[a-z_]+(/[a-z_]+)*",
+            r"ATen/cuda/(CUDAContext|Exceptions)\.h",
+            r"c10/cuda/CUDA(Guard|Stream|Exception)\.h",
+        ),
+        trivial_kernel=trivial_source(target, ".cu"),
+        allowed_symbols=COMMON_ALLOWED_SYMBOLS + CUDA_ALLOWED_SYMBOLS + CUDA_DRIVER_ALLOWED_SYMBOLS,
+    )
+
+
 class Fa3Hopper(Target):
     """Attention forward on Hopper (sm_90a): dense, varlen and KV-cache; bf16 and fp8."""
 
@@ -105,22 +122,19 @@ class Fa3Hopper(Target):
             ),
             limits=WorkerLimits(call_timeout_s=120.0),
             upstreams=fa3_upstreams(),
-            policy=SourcePolicy(
-                allowed_includes=(
-                    STD_HEADERS,
-                    *TORCH_HEADERS,
-                    CUDA_HEADERS,
-                    r"cooperative_groups(/[a-z_]+)?\.h",
-                    r"cuda/[a-z_]+(/[a-z_]+)*",
-                    r"ATen/cuda/(CUDAContext|Exceptions)\.h",
-                    r"c10/cuda/CUDA(Guard|Stream|Exception)\.h",
-                ),
-                trivial_kernel=trivial_source("fa3_hopper", ".cu"),
-                allowed_symbols=(
-                    COMMON_ALLOWED_SYMBOLS + CUDA_ALLOWED_SYMBOLS + CUDA_DRIVER_ALLOWED_SYMBOLS
-                ),
-            ),
+            policy=cuda_source_policy("fa3_hopper"),
         )
+
+    def missing_upstream(self) -> str | None:
+        """Why FA3, the accuracy baseline, cannot be imported here, or None."""
+        try:
+            import_fa3()
+        except Exception as exc:  # ImportError, or a broken install (missing CUDA libraries)
+            return (
+                f"no FlashAttention-3: {type(exc).__name__}: {exc} (pip install fa3-fwd==0.0.3, "
+                "or a full build's flash_attn_interface)"
+            )
+        return None
 
     def params(self, scenario: Scenario) -> problem.Fa3Params:
         """Typed parameters of ``scenario``."""
@@ -137,7 +151,7 @@ class Fa3Hopper(Target):
         return {"k_cache": problem.check_append, "v_cache": problem.check_append}
 
     def make_timing_inputs(self, scenario: Scenario, seeds: list[int]) -> list[Inputs]:
-        """Timing sets; KV-cache scenarios share one cache (see ``fa3_problem``)."""
+        """Timing sets; KV-cache scenarios share one cache (see ``problem``)."""
         return list(problem.make_timing_inputs(self.params(scenario), seeds))
 
     def refill_query(self, scenario: Scenario, inputs: Inputs, seed: int) -> None:
@@ -145,7 +159,7 @@ class Fa3Hopper(Target):
         problem.refill_query(self.params(scenario), inputs, seed)
 
     def draw_contract(self, space: DrawSpace) -> tuple[str, dict[str, Any]]:
-        """A small drawn contract scenario (``fa3_draw``)."""
+        """A small drawn contract scenario (``draw``)."""
         return fa3_draw.draw_params(space)
 
     def value_scale(self, scenario: Scenario) -> float:

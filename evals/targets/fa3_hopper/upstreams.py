@@ -15,7 +15,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from evals.harness.scenarios import Scenario
 from evals.harness.targets.base import Inputs, Upstream
-from evals.harness.targets.fa3_problem import Fa3Params
+from evals.targets.fa3_hopper.problem import Fa3Params
 
 
 def import_fa3() -> tuple[ModuleType, str]:

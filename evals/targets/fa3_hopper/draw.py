@@ -14,7 +14,7 @@ from typing import Any
 
 from evals.harness.contract_draw import DrawSpace
 from evals.harness.kv_rewrite import rewrite_kv_rows
-from evals.harness.targets.fa3_problem import Fa3Params
+from evals.targets.fa3_hopper.problem import Fa3Params
 
 
 def draw_params(space: DrawSpace) -> tuple[str, dict[str, Any]]:

@@ -1,0 +1,107 @@
+"""Every target's folder, found by discovery: ``evals/targets/<name>/target.toml``.
+
+A target's folder holds all of it: the harness code (``target.py``, the class that
+``target.toml``'s ``harness`` names, and its helpers), the suites (``suites/<suite>.json``
+and the contract-scenario space ``suites/draw.json``), the contract and start kernel
+(``kernel/``; the repository's ``kernels/<name>`` links here), the trivial kernel the symbol
+check diffs against (``trivial.<ext>``), the scripted arm's ``recipe.yaml``, the autonomous
+arm's ``context/`` notes, and ``target.toml``: the Inspect layer's descriptor (``[bench]``)
+and the task's version history (``[[versions]]``, bumped when a change could move scores).
+Adding a target is adding a folder, plus its user-facing entry points in the repository's
+``tasks/<name>/`` and ``sandboxes/``. This module imports nothing heavy (no torch), so the
+Inspect layer and a CPU machine can list targets without loading any target's code.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TargetFolder", "Version", "target_folder", "target_folders"]
+
+ROOT = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Version:
+    """One entry of a target's version history: the version and what changed."""
+
+    number: int
+    change: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetFolder:
+    """One target's folder and its ``target.toml``.
+
+    Attributes:
+        name: The target's name (the folder's), also its task's.
+        path: The folder.
+        harness: ``module:Class`` of the harness target, the module relative to the folder's
+            package (``target:Fa3Hopper`` is ``evals.targets.fa3_hopper.target``).
+        bench: The ``[bench]`` table: the Inspect layer's descriptor fields.
+        versions: The task's version history, oldest first.
+    """
+
+    name: str
+    path: Path
+    harness: str
+    bench: Mapping[str, Any]
+    versions: tuple[Version, ...]
+
+    @property
+    def version(self) -> int:
+        """The task's current version (the history's last)."""
+        return self.versions[-1].number
+
+    def file(self, *parts: str) -> Path:
+        """The path of ``parts`` inside the folder, e.g. ``("suites", "dev.json")``."""
+        return self.path.joinpath(*parts)
+
+    @property
+    def harness_module(self) -> str:
+        """The importable module of the harness target."""
+        return f"{__name__}.{self.name}.{self.harness.split(':')[0]}"
+
+    @property
+    def harness_class(self) -> str:
+        """The harness target's class name."""
+        return self.harness.split(":")[1]
+
+
+def _load(path: Path) -> TargetFolder:
+    with (path / "target.toml").open("rb") as f:
+        doc = tomllib.load(f)
+    versions = tuple(Version(int(v["version"]), str(v["change"])) for v in doc["versions"])
+    numbers = [v.number for v in versions]
+    if not numbers or numbers != list(range(1, len(numbers) + 1)):
+        raise ValueError(f"{path}/target.toml: versions must run 1, 2, ... (got {numbers})")
+    if ":" not in doc["harness"]:
+        raise ValueError(f"{path}/target.toml: harness must be 'module:Class'")
+    return TargetFolder(
+        name=path.name, path=path, harness=doc["harness"], bench=doc["bench"], versions=versions
+    )
+
+
+@functools.cache
+def target_folders() -> dict[str, TargetFolder]:
+    """Every target folder under this package, by name (sorted)."""
+    found = sorted(p.parent for p in ROOT.glob("*/target.toml"))
+    return {p.name: _load(p) for p in found}
+
+
+def target_folder(name: str) -> TargetFolder:
+    """The folder of the target called ``name``.
+
+    Raises:
+        KeyError: No target has that name (the message lists the known ones).
+    """
+    try:
+        return target_folders()[name]
+    except KeyError:
+        known = ", ".join(target_folders())
+        raise KeyError(f"unknown target {name!r} (known: {known})") from None

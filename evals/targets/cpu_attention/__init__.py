@@ -1,0 +1,1 @@
+"""The cpu_attention target (its folder: see :mod:`evals.targets`)."""

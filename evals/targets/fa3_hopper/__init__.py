@@ -1,0 +1,1 @@
+"""The fa3_hopper target (its folder: see :mod:`evals.targets`)."""

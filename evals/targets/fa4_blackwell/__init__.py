@@ -1,0 +1,1 @@
+"""The fa4_blackwell target (its folder: see :mod:`evals.targets`)."""
