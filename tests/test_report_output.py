@@ -64,3 +64,14 @@ def test_each_scenario_is_printed_once_then_only_what_is_new():
     assert lines[0] == f"[1/2] {SCENARIOS[0].id}: ok 100.0 us"
     assert lines[1] == f"[1/2] {SCENARIOS[0].id}: sdpa 1.500x (upstreams timed)"
     assert lines[2].startswith(f"[1/2] {SCENARIOS[0].id}: FAIL")
+
+
+def test_a_dry_runs_report_says_so_under_its_first_line():
+    note = "dry run on sm_90, not a Blackwell measurement"
+    verdict = Verdict("bench", "fa4_blackwell", "smoke", {"path": "k.cu"}, 1, "ok")
+    verdict.results = [_result(s, upstream=True) for s in SCENARIOS]
+    verdict.upstreams = {"sdpa": "torch"}
+    verdict.provenance = {"device": {"arch": "sm_90a", "note": note}}
+    assert report.render(verdict).splitlines()[1] == f"NOTE: {note}"
+    verdict.provenance = {"device": {"arch": "sm_100a"}}
+    assert "NOTE:" not in report.render(verdict)

@@ -4,6 +4,7 @@ and left out of the leaderboard, counted; results commands never overwrite shipp
 import subprocess
 import sys
 
+import pandas as pd
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.scorer import Score, mean, scorer
@@ -77,7 +78,41 @@ def test_harness_errors_are_marked_and_left_out_counted(tmp_path):
     assert (arm.runs, arm.excluded, arm.successes) == (2, 2, 1)
     text = render(tmp_path / "ds", tmp_path / "lb").read_text()
     assert "| arm | 2 | 2 | 1/2 |" in text and "Runs left out: 2" in text
-    assert "dataset version: 2" in (tmp_path / "ds" / "README.md").read_text()
+    assert "dataset version: 3" in (tmp_path / "ds" / "README.md").read_text()
+
+
+DRY = "dry run on sm_90, not a Blackwell measurement"
+
+
+@scorer(metrics=[mean()], name="kernel_speedup")
+def _arch_verdicts():
+    async def score(state, target):
+        device = {"name": "NVIDIA H200", "arch": "sm_90a", "note": DRY}
+        if state.sample_id == "b200":
+            device = {"name": "NVIDIA B200", "arch": "sm_100a"}
+        return Score(value=VALUE, metadata={"provenance": {"device": device}})
+
+    return score
+
+
+def test_dry_runs_are_marked_and_kept_apart_from_measurements(tmp_path):
+    eval(
+        Task(dataset=[Sample(input="x", id=i) for i in ("b200", "h200")], solver=_noop(),
+             scorer=_arch_verdicts()),
+        model="mockllm/model",
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        metadata={"settings": {"target": "fa4_blackwell"}, "arm": "arm"},
+    )
+    build([tmp_path / "logs"], tmp_path / "ds", note=None)
+    runs, _ = load(tmp_path / "ds")
+    rows = {r.sample_id: r for r in runs.itertuples()}
+    assert rows["b200"].arch == "sm_100a" and pd.isna(rows["b200"].dry_run)
+    assert rows["h200"].arch == "sm_90a" and rows["h200"].dry_run == DRY
+    text = render(tmp_path / "ds", tmp_path / "lb").read_text()
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    sections = [h for h in headings if "/ mockllm/model" in h]
+    assert len(sections) == 2 and sum(DRY in h for h in sections) == 1, headings
 
 
 def test_results_commands_refuse_to_overwrite_shipped_data(tmp_path):

@@ -85,13 +85,14 @@ def test_a_run_without_a_verdict_for_the_harness_raises_and_a_lost_kernel_scores
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
-def test_a_gpu_task_on_a_machine_without_one_errors_the_sample(tmp_path):
+@pytest.mark.parametrize(("target", "upstream"), [("fa3_hopper", "fa3"), ("fa4_blackwell", "fa4")])
+def test_a_gpu_task_on_a_machine_without_one_errors_the_sample(tmp_path, target, upstream):
     # before: exit 0, success 0.000, booked against the arm; now the sample errors with the
     # reason (an eval set retries it) and no score is recorded
     submit = ModelOutput.for_tool_call(model="mockllm/model", tool_name="submit", tool_arguments={})
     submit.usage = ModelUsage(input_tokens=10, output_tokens=10, total_tokens=20)
     settings = TaskSettings(
-        target="fa3_hopper", suite="smoke", score_suite="smoke", upstream="fa3", sandbox="local"
+        target=target, suite="smoke", score_suite="smoke", upstream=upstream, sandbox="local"
     )
     task = kernel_task(settings, version=1, root=ROOT)
     model = get_model("mockllm/model", custom_outputs=[submit])
@@ -100,3 +101,14 @@ def test_a_gpu_task_on_a_machine_without_one_errors_the_sample(tmp_path):
     [sample] = log.samples
     assert sample.error is not None and not sample.scores
     assert "environment: [environment] no CUDA GPU" in sample.error.message
+
+
+def test_a_dry_runs_score_says_so_first():
+    note = "dry run on sm_90, not a Blackwell measurement"
+    verdict = _verdict("failed", None, [_fail("inaccurate", "exceeds tolerance")])
+    verdict["provenance"] = {"device": {"arch": "sm_90a", "note": note}}
+    score = score_from_run(HarnessRun(1, "", verdict, None, "0" * 64, None), "fa4")
+    assert score.explanation.startswith(f"[{note}] 0/1 scenarios correct")
+    verdict["provenance"] = {"device": {"arch": "sm_100a"}}
+    score = score_from_run(HarnessRun(1, "", verdict, None, "0" * 64, None), "fa4")
+    assert score.explanation.startswith("0/1 scenarios correct")

@@ -77,7 +77,7 @@ def score_from_run(run: HarnessRun, upstream: str, extra: dict[str, Any] | None 
             failures
         )
         value = {**ZERO, "passed": passed, "coverage": coverage}
-        return Score(value=value, explanation=explanation, metadata=meta)
+        return Score(value=value, explanation=_noted(verdict, explanation), metadata=meta)
     value = {
         "success": 1.0,
         "speedup": (ups.get(upstream) or {}).get("geomean") or 0.0,
@@ -97,7 +97,14 @@ def score_from_run(run: HarnessRun, upstream: str, extra: dict[str, Any] | None 
             f"; timing did not converge on {unsettled} scenario(s) even after a re-time "
             "(their figures are less precise)"
         )
-    return Score(value=value, explanation=explanation, metadata=meta)
+    return Score(value=value, explanation=_noted(verdict, explanation), metadata=meta)
+
+
+def _noted(verdict: dict[str, Any], explanation: str) -> str:
+    """The explanation, led by the device's note where it has one (a dry run's)."""
+    device = (verdict.get("provenance") or {}).get("device") or {}
+    note = device.get("note") if isinstance(device, dict) else None
+    return f"[{note}] {explanation}" if note else explanation
 
 
 @scorer(

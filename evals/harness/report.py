@@ -85,6 +85,9 @@ def render(verdict: Verdict) -> str:
         f"{verdict.command} {verdict.target} suite={verdict.suite} "
         f"kernel={verdict.kernel.get('path')} seed={verdict.seed}"
     ]
+    device_note = (verdict.provenance.get("device") or {}).get("note")
+    if device_note:  # e.g. fa4_blackwell's Hopper dry run: no figure below is a Blackwell one
+        lines.append(f"NOTE: {device_note}")
     if verdict.failure is not None:  # nothing was judged: say why once, with the log
         word = "ERROR" if verdict.status == "error" else "FAILED"
         lines.append(f"{word} [{verdict.failure.code}] {verdict.failure.reason}")

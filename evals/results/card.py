@@ -7,8 +7,9 @@ from typing import Any
 
 # Bumped when the columns or their meaning change; 2 added outcome / outcome_reason (runs that
 # failed for the harness's or the environment's reasons are marked, and left out by the
-# leaderboard).
-DATASET_VERSION = 2
+# leaderboard); 3 added arch / dry_run (a target's run on another architecture than its own,
+# such as fa4_blackwell's Hopper dry run, is kept apart from its real measurements).
+DATASET_VERSION = 3
 COLUMNS = {
     "kind": "`measured` (this file) or `reference` (reference.parquet: reported elsewhere)",
     "task, task_version, target": "Inspect task, its version (bumped when scores could move)",
@@ -36,6 +37,9 @@ COLUMNS = {
     "score_suite, score_seed, kernel_sha256": "what was scored: suite, secret seed, kernel hash",
     "harness_version, harness_git_revision, upstream_versions": "harness and upstream versions",
     "torch, cuda, device, gpu_driver, gpu_capability, platform": "provenance of the scoring host",
+    "arch, dry_run": "the architecture the kernel was built for, where the target records it; "
+    "why the run is not a measurement of the target's own GPU (`dry run on sm_90, not a "
+    "Blackwell measurement`), else empty; the leaderboard shows dry runs in their own sections",
     "eval_id, run_id, created, log_status, sample_error, scored, explanation, log_path": (
         "where the row comes from"
     ),

@@ -142,13 +142,14 @@ def _power_table(arms: list[ArmSummary]) -> list[str]:
     ]
 
 
-def _group_section(task: str, model: str, runs: Any, out: Path) -> list[str]:
+def _group_section(task: str, model: str, runs: Any, out: Path, *, dry_run: str) -> list[str]:
     arms = [summarise_arm(str(a), g) for a, g in runs.groupby("arm", sort=True)]
-    stem = f"{task}__{model.replace('/', '_')}"
+    stem = f"{task}__{model.replace('/', '_')}" + ("__dry_run" if dry_run else "")
     speedup_plot(arms, out / f"{stem}__speedup.png", title=f"{task} / {model}")
     heat = category_heatmap(arms, out / f"{stem}__categories.png", title=f"{task} / {model}")
     version = ", ".join(str(v) for v in sorted(runs["task_version"].unique()))
-    lines = [f"## {task} (version {version}) / {model}", "", *_arm_table(arms)]
+    heading = f"## {task} (version {version}) / {model}" + (f": {dry_run}" if dry_run else "")
+    lines = [heading, "", *_arm_table(arms)]
     lines += _category_table(arms) + _comparison_table(arms) + _power_table(arms)
     lines += ["", f"![speedups]({stem}__speedup.png)"]
     if heat:
@@ -190,8 +191,12 @@ def render(dataset: Path, out: Path, *, note: str | None = None) -> Path:
     ]
     if note:
         lines += [f"> {note}", ""]
-    for (task, model), group in runs.groupby(["task", "model"], sort=True):
-        lines += _group_section(str(task), str(model), group, out)
+    noted = runs.get("dry_run")  # absent from datasets built before version 3
+    dry = "" if noted is None else noted.astype(object).where(noted.notna(), "")
+    for (task, model, note), group in runs.assign(note=dry).groupby(
+        ["task", "model", "note"], sort=True
+    ):
+        lines += _group_section(str(task), str(model), group, out, dry_run=str(note))
     lines += _reference_section(reference)
     path = out / "README.md"
     path.write_text("\n".join(lines))

@@ -96,6 +96,8 @@ def _score(sample: EvalSample) -> dict[str, Any]:
         "device": device.get("name") or prov.get("cpu"),
         "gpu_driver": device.get("driver"),
         "gpu_capability": device.get("capability"),
+        "arch": device.get("arch"),
+        "dry_run": device.get("note"),
         "platform": prov.get("platform"),
     }
     row |= {f"cat_{c}": g for c, g in (meta.get("categories") or {}).items()}
