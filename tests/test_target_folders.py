@@ -123,6 +123,10 @@ def test_fa4_builds_for_blackwell_unless_a_dry_run_on_hopper_is_asked_for(monkey
     assert dry.describe_device()["note"] == "dry run on sm_90, not a Blackwell measurement"
     # a different build command: a dry run's builds never share a cache entry with Blackwell's
     assert dry.build.to_json() != blackwell.build.to_json()
+    # score's cleaned environment keeps it: the build and the worker agree with the parent
+    from evals.harness.hygiene import clean_environment
+
+    assert clean_environment({"KERNELSEEK_FA4_ARCH": "sm_90a"})["KERNELSEEK_FA4_ARCH"] == "sm_90a"
     monkeypatch.setenv("KERNELSEEK_FA4_ARCH", "sm_80")
     with pytest.raises(HarnessInputError, match="KERNELSEEK_FA4_ARCH='sm_80': use sm_100a"):
         get_target(FA4)

@@ -30,6 +30,7 @@ KEPT_VARIABLES = frozenset(
         "TORCH_SYMM_MEM_DISABLE_MULTICAST",
         "NVSHMEM_DISABLE_NVLS",
         "KERNELSEEK_CACHE",
+        "KERNELSEEK_FA4_ARCH",  # the architecture fa4_blackwell builds for: one in every process
         "TORCH_CUDA_ARCH_LIST",
         "CUDA_HOME",
         "MAX_JOBS",
