@@ -56,7 +56,7 @@ def test_the_host_issue_cap_does_not_apply_on_the_cpu():
     assert judge_module._host_issue(_session("cpu"), _result({"candidate": 1e6})) is None
 
 
-def _header(stop, name="candidate", median=10.0, polluted=0):
+def _header(stop, name="candidate", median=10.0, polluted=0, first_ms=1.0):
     stats = {name: _stats(median).to_json()}
     return {
         "stop": stop,
@@ -66,6 +66,7 @@ def _header(stop, name="candidate", median=10.0, polluted=0):
         "issue": stats,
         "polluted": {name: polluted},
         "spin_us": {name: 50.0},
+        "first_call_ms": {name: first_ms},
         "tensors": [],
     }
 
@@ -100,7 +101,8 @@ def test_candidate_then_upstreams_each_retimed_once_then_reported(
 
     def up_request(session, result, request, upstreams):
         events.append(("upstreams", request["attempt"]))
-        return _header(next(up_answers), "sdpa", 20.0, polluted=2)
+        first_ms = 500.0 + request["attempt"]
+        return _header(next(up_answers), "sdpa", 20.0, polluted=2, first_ms=first_ms)
 
     monkeypatch.setattr(judge_module, "_time_request", request)
     monkeypatch.setattr(judge_module, "_request", lambda s, sc, attempt: {"attempt": attempt})
@@ -129,6 +131,8 @@ def test_candidate_then_upstreams_each_retimed_once_then_reported(
     doc = result.to_json()
     assert doc["latency_us"]["sdpa"]["median_us"] == 20.0
     assert doc["timing"]["attempts"] == len(attempts)
+    # the first call (a JIT compile) of the process whose figures count, never in a figure
+    assert doc["timing"]["first_call_ms"] == {"candidate": 1.0, "sdpa": 500.0 + up_attempts[-1]}
 
 
 def test_no_upstream_timing_when_the_candidate_was_not_timed():

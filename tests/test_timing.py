@@ -174,3 +174,26 @@ def test_no_hidden_call_at_all_falls_back_to_the_polluted_figures():
     assert run.polluted["a"] == 4 and run.stats["a"].n == 4
     assert run.stats["a"].median_us > 1e8  # reported as it is, never as a clean figure
     assert run.stop != "converged"
+
+
+def test_the_first_warm_up_call_is_recorded_apart_and_never_timed():
+    # a just-in-time compile (FlashAttention-4's) on first use: its cost is recorded as
+    # first_call_ms and lands in no timed figure
+    import time
+
+    compiled = set()
+
+    def impl(name, compile_s):
+        def call():
+            if name not in compiled:
+                compiled.add(name)
+                time.sleep(compile_s)
+            time.sleep(0.001)
+        return [call]
+
+    settings = TimingSettings(warmup=2, min_trials=5, max_trials=5, latency_rounds=3)
+    run = measure({"jit": impl("jit", 0.2), "plain": impl("plain", 0.0)},
+                  timer=PerfCounterTimer(), settings=settings, rng=random.Random(0))
+    assert run.first_call_ms["jit"] >= 200.0
+    assert run.stats["jit"].max_us < 200_000 and run.latency["jit"].max_us < 200_000
+    assert run.first_call_ms["plain"] < 200.0

@@ -175,6 +175,9 @@ class TimingRun:
             outlasted the spin.
         spin_us: The spin each implementation ended with (microseconds; 0 on the CPU).
         busy_s: Time spent inside each implementation's calls (warm-up included).
+        first_call_ms: Wall milliseconds of each implementation's first warm-up call in this
+            process: for an upstream timed in its own process (FlashAttention-4), its
+            just-in-time compile, kept out of every timed and latency figure.
         trials: Trials run; ``stop`` is ``"converged"``, ``"time_cap"`` or ``"max_trials"``.
         seconds: Wall seconds of the timed loop.
     """
@@ -185,6 +188,7 @@ class TimingRun:
     polluted: Mapping[str, int]
     spin_us: Mapping[str, float]
     busy_s: Mapping[str, float]
+    first_call_ms: Mapping[str, float]
     trials: int
     stop: str
     seconds: float
@@ -204,6 +208,7 @@ class _Samples:
     issue: list[float]
     polluted: list[float]
     busy_s: float = 0.0
+    first_call_ms: float = 0.0
 
     def take(self, call: CallTime, spin_max_us: float) -> None:
         """Keep a hidden call's device time; for a polluted one, double the spin."""
@@ -226,13 +231,16 @@ def _warm_up(
     """Untimed-for-the-headline calls; each implementation's spin from its issue time."""
     out: dict[str, _Samples] = {}
     for name, calls in impls.items():
-        issue, busy = 0.0, 0.0
+        issue, busy, first_ms = 0.0, 0.0, None
         for fn in calls:
             for _ in range(settings.warmup):
+                t0 = time.perf_counter()
                 call = timer.time_call(fn, spin_us=0.0)
+                if first_ms is None:
+                    first_ms = (time.perf_counter() - t0) * 1e3
                 issue, busy = max(issue, call.issue_us), busy + call.device_us / 1e6
         spin = settings.spin_min_us + settings.spin_factor * issue
-        out[name] = _Samples(min(settings.spin_max_us, spin), [], [], [], busy)
+        out[name] = _Samples(min(settings.spin_max_us, spin), [], [], [], busy, first_ms or 0.0)
     return out
 
 
@@ -312,6 +320,7 @@ def measure(
         polluted={name: len(c.polluted) for name, c in collected.items()},
         spin_us={name: c.spin_us for name, c in collected.items()},
         busy_s={name: c.busy_s for name, c in collected.items()},
+        first_call_ms={name: c.first_call_ms for name, c in collected.items()},
         trials=trials,
         stop=stop,
         seconds=clock() - start,

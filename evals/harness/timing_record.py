@@ -51,6 +51,8 @@ def add_figures(
         **timing.get("polluted", {}),
         **{k: v for k, v in header.get("polluted", {}).items() if v},
     }
+    # the first call of the timing process whose figures are reported (a JIT compile's cost)
+    timing["first_call_ms"] = {**timing.get("first_call_ms", {}), **header.get("first_call_ms", {})}
     if session.target.device == "cuda":  # the CPU has no spin: device time is wall time
         timing["spin_us"] = {**timing.get("spin_us", {}), **header.get("spin_us", {})}
     _timing_flags(session, result, header, who=who, attempts=attempts)

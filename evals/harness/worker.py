@@ -210,6 +210,7 @@ class Worker:
             "polluted": dict(run.polluted),
             "spin_us": dict(run.spin_us),
             "busy_s": dict(run.busy_s),
+            "first_call_ms": dict(run.first_call_ms),
             "trials": run.trials,
             "stop": run.stop,
             "loop_s": time.perf_counter() - start,

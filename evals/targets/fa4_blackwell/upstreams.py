@@ -2,7 +2,7 @@
 
 FA4 compiles one kernel per configuration on its first call (an in-process cache); the
 harness's verification and warm-up calls precede every timed and latency figure, so the
-compile lands in none of them.
+compile lands in none of them; the verdict records it (``timing.first_call_ms``).
 """
 
 from __future__ import annotations
