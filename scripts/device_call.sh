@@ -5,7 +5,11 @@
 # then run the named steps; everything lands in $OUT/<tag>.tgz (one file back). Usage:
 #   bash scripts/device_call.sh TAG STEP...   (steps: gputests-time, devtime, start-dev,
 #   selfcheck-dev, selfcheck-dev3, start-full, gputests-all, gputests-cheats, gputests-rest,
-#   gputests-static, gputests-honest, gputests-integrity, faster-dev, rows, ncu)
+#   gputests-static, gputests-honest, gputests-integrity, faster-dev, rows, ncu,
+#   fa4-wheels-1 (with .whl-fa4/1 carried: keep FA4's first part in /tmp/fa4),
+#   fa4-dry (with .whl-fa4/2 carried, in the same warm lease: join and install FA4, then
+#   fa4_blackwell's dry run on this Hopper GPU: FA4 self-check and start.cu, dev suite);
+#   scripts/fa4_device_wheels.sh makes both folders)
 set -uo pipefail
 tag=$1; shift
 for wheels in .whl .whl_inspect1 .whl_inspect2; do
@@ -27,10 +31,10 @@ for step in "$@"; do
   case $step in
     gputests-time) python3 -m pytest -m gpu tests/gpu/test_device_time.py -q -p no:cacheprovider -rA 2>&1 | tee "$work/gputests-time.log" | tail -5 ;;
     devtime) python3 benchmarks/device_time.py --out "$work/devtime" > "$work/devtime.log" 2>&1; tail -4 "$work/devtime.log" ;;
-    start-dev) python3 benchmarks/fa3_hopper.py --out "$work/runs" start-dev 2>&1 | grep -E "SUMMARY|note|Error" ;;
-    selfcheck-dev) python3 benchmarks/fa3_hopper.py --out "$work/runs" selfcheck-dev 2>&1 | grep -E "SUMMARY|Error" ;;
-    selfcheck-dev3) python3 benchmarks/fa3_hopper.py --out "$work/runs" 'selfcheck-dev*3' 2>&1 | grep -E "SUMMARY|Error" ;;
-    start-full) python3 benchmarks/fa3_hopper.py --out "$work/runs" start-full 2>&1 | grep -E "SUMMARY|Error" ;;
+    start-dev) python3 benchmarks/gpu_target.py --out "$work/runs" start-dev 2>&1 | grep -E "SUMMARY|note|Error" ;;
+    selfcheck-dev) python3 benchmarks/gpu_target.py --out "$work/runs" selfcheck-dev 2>&1 | grep -E "SUMMARY|Error" ;;
+    selfcheck-dev3) python3 benchmarks/gpu_target.py --out "$work/runs" 'selfcheck-dev*3' 2>&1 | grep -E "SUMMARY|Error" ;;
+    start-full) python3 benchmarks/gpu_target.py --out "$work/runs" start-full 2>&1 | grep -E "SUMMARY|Error" ;;
     gputests-all) python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rA --deselect tests/gpu/test_profile_ncu.py 2>&1 | tee "$work/gputests-all.log" | tail -15 ;;
     gputests-cheats) python3 -m pytest -m gpu tests/gpu/test_fa3_cheats.py -q -p no:cacheprovider -rA \
         --durations=10 2>&1 | tee "$work/gputests-cheats.log" | tail -15 ;;
@@ -53,6 +57,15 @@ for step in "$@"; do
         -T score_suite=dev --kernel kernels/fa3_hopper/start.cu \
         --kernel tests/data/fa3_hopper/faster.cu --epochs 2 --out "$work/rows" \
         > "$work/rows.log" 2>&1; echo "rows rc=$?"; tail -15 "$work/rows.log" ;;
+    fa4-wheels-1) mkdir -p /tmp/fa4 && cp .whl-fa4/1/* /tmp/fa4/ && ls /tmp/fa4 | wc -l ;;
+    fa4-dry)
+      cp .whl-fa4/2/* /tmp/fa4/ && cat /tmp/fa4/libs.part-* > "/tmp/fa4/$(cat /tmp/fa4/libs.name)" \
+        && rm -f /tmp/fa4/libs.part-* && python3 -m pip install -q --no-index --no-deps \
+          --no-compile --no-cache-dir --target /tmp/site /tmp/fa4/*.whl || exit 1
+      python3 -c "import flash_attn.cute" 2>&1 | tail -2
+      KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/gpu_target.py --target fa4_blackwell \
+        --out "$work/fa4-dry" selfcheck-dev start-dev 2>&1 | tee "$work/fa4-dry.log" \
+        | grep -E "SUMMARY|NOTE|Error|error" ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;
     *) echo "unknown step $step" ;;
   esac

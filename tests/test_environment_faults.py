@@ -43,9 +43,11 @@ def test_a_gpu_target_without_a_gpu_says_so_in_one_line(tmp_path, target, args):
 
 
 @NO_GPU
-def test_the_fa3_benchmark_without_a_gpu_says_so_in_one_line(tmp_path):
+@pytest.mark.parametrize("target", ["fa3_hopper", "fa4_blackwell"])
+def test_the_gpu_benchmark_without_a_gpu_says_so_in_one_line(tmp_path, target):
     proc = subprocess.run(
-        [sys.executable, "benchmarks/fa3_hopper.py", "--out", str(tmp_path), "selfcheck-dev"],
+        [sys.executable, "benchmarks/gpu_target.py", "--target", target, "--out", str(tmp_path),
+         "selfcheck-dev"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,14 +1,17 @@
-"""Benchmark the fa3_hopper harness on a Hopper GPU and print its figures.
+"""Benchmark the harness on a GPU target and print its figures.
 
-Each step runs the harness CLI, writes the verdict JSON under ``--out`` and prints: wall time,
-build time, scenarios passed, geomean speedups, and the peak GPU memory in use (nvidia-smi,
-sampled every 0.2 s). Steps:
+Each step runs the harness CLI on ``--target`` (default ``fa3_hopper``), writes the verdict JSON
+under ``--out`` and prints: wall time, build time, scenarios passed, geomean speedups, and the
+peak GPU memory in use (nvidia-smi, sampled every 0.2 s). Steps:
 
-- ``selfcheck-dev``: FA3 judged against itself on the dev suite (must give 1.00 +/- 0.01).
-- ``selfcheck-full``: the same on the full suite (gives FA3 vs cuDNN vs FA2 per scenario).
-- ``start-dev`` / ``start-full``: ``kernels/fa3_hopper/start.cu`` scored against the upstreams.
+- ``selfcheck-dev``: the target's headline upstream (FA3, FA4) judged against itself on the dev
+  suite (must give 1.00 +/- 0.01).
+- ``selfcheck-full``: the same on the full suite (gives every upstream per scenario).
+- ``start-dev`` / ``start-full``: ``kernels/<target>/start.cu`` scored against the upstreams.
 
-Usage: python benchmarks/fa3_hopper.py --out results/measurements/h200 selfcheck-dev start-dev
+Usage: python benchmarks/gpu_target.py --out results/measurements/h200 selfcheck-dev start-dev
+       KERNELSEEK_FA4_ARCH=sm_90a python benchmarks/gpu_target.py --target fa4_blackwell \
+           --out DIR selfcheck-dev start-dev       # fa4_blackwell's dry run on a Hopper GPU
 
 A step that cannot run (no CUDA GPU, no FA3, ...) ends the command: one line, exit status 2.
 """
@@ -21,18 +24,25 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 BUDGET_S = {"dev": 60.0, "full": 480.0}
 """Wall-time budget of one harness run, excluding the build (issue: fa3_hopper target)."""
+ROOT = Path(__file__).resolve().parents[1]
+STEP_NAMES = ("selfcheck-dev", "selfcheck-full", "start-dev", "start-full")
 MEMORY_BUDGET_GB = 60.0
 """GPU memory in use (both processes, nvidia-smi) that a run may never exceed; decimal GB."""
-STEPS = {
-    "selfcheck-dev": ["bench", "--candidate-upstream", "fa3", "--suite", "dev"],
-    "selfcheck-full": ["bench", "--candidate-upstream", "fa3", "--suite", "full"],
-    "start-dev": ["score", "--kernel", "kernels/fa3_hopper/start.cu", "--suite", "dev"],
-    "start-full": ["score", "--kernel", "kernels/fa3_hopper/start.cu", "--suite", "full"],
-}
+
+
+def step_args(target: str, step: str) -> list[str]:
+    """The harness arguments of ``step`` on ``target`` (its upstream from its target.toml)."""
+    kind, _, suite = step.partition("-")
+    if kind == "start":
+        return ["score", "--kernel", f"kernels/{target}/start.cu", "--suite", suite]
+    with (ROOT / "evals" / "targets" / target / "target.toml").open("rb") as f:
+        upstream = tomllib.load(f)["bench"]["defaults"]["upstream"]
+    return ["bench", "--candidate-upstream", upstream, "--suite", suite]
 
 
 class StepError(Exception):
@@ -64,16 +74,16 @@ class MemorySampler(threading.Thread):
             self.stop.wait(0.2)
 
 
-def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
+def run_step(target: str, name: str, out_dir: Path, repeat: int) -> dict[str, object]:
     """Run one step and return its summary."""
     path = out_dir / (f"{name}.json" if repeat == 0 else f"{name}-{repeat + 1}.json")
     cmd = [
         sys.executable,
         "-m",
         "evals.harness",
-        *STEPS[name],
+        *step_args(target, name),
         "--target",
-        "fa3_hopper",
+        target,
         "--json",
         str(path),
     ]
@@ -97,6 +107,8 @@ def run_step(name: str, out_dir: Path, repeat: int) -> dict[str, object]:
     peak_gb = sampler.peak_mib * 2**20 / 1e9
     summary = {
         "step": name,
+        "target": target,
+        "device": (doc.get("provenance") or {}).get("device"),
         "exit": proc.returncode,
         "wall_s": round(wall, 1),
         "build_s": round(build_s, 1),
@@ -142,7 +154,8 @@ def main() -> int:
     """Run the requested steps; ``name*N`` repeats a step N times."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("steps", nargs="+", help=f"of {sorted(STEPS)}, optionally NAME*N")
+    parser.add_argument("--target", default="fa3_hopper", choices=("fa3_hopper", "fa4_blackwell"))
+    parser.add_argument("steps", nargs="+", help=f"of {list(STEP_NAMES)}, optionally NAME*N")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     note = bytecode_note()
@@ -151,11 +164,11 @@ def main() -> int:
     summaries = []
     for item in args.steps:
         name, _, times = item.partition("*")
-        if name not in STEPS:
+        if name not in STEP_NAMES:
             parser.error(f"unknown step {name!r}")
         for i in range(int(times or 1)):
             try:
-                summaries.append(run_step(name, args.out, i))
+                summaries.append(run_step(args.target, name, args.out, i))
             except StepError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
