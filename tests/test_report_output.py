@@ -73,5 +73,6 @@ def test_a_dry_runs_report_says_so_under_its_first_line():
     verdict.upstreams = {"sdpa": "torch"}
     verdict.provenance = {"device": {"arch": "sm_90a", "note": note}}
     assert report.render(verdict).splitlines()[1] == f"NOTE: {note}"
+    assert "device time (host work hidden)" in report.render(verdict)  # a GPU target's clock
     verdict.provenance = {"device": {"arch": "sm_100a"}}
     assert "NOTE:" not in report.render(verdict)

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from evals.harness.device_lock import LockRecord
 from evals.harness.verdict import ScenarioResult, Verdict, aggregates
+from evals.targets import target_folder
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -99,7 +100,8 @@ def render(verdict: Verdict) -> str:
     ups = list(verdict.upstreams)
     with_latency = any(r.latency for r in verdict.results)
     lines += _table(verdict.results, ups, with_latency)
-    lines += legend(ups, with_latency=with_latency, gpu=verdict.target != "cpu_attention")
+    gpu = target_folder(verdict.target).bench["device"] == "gpu"
+    lines += legend(ups, with_latency=with_latency, gpu=gpu)
     lines.append(summary(verdict))
     lines += _timing_lines(verdict.timing, verdict.lock)
     lines += protections_line(verdict.protections)
