@@ -121,10 +121,13 @@ def test_shape_specialised_cheat_passes_the_shapes_it_was_shown():
     assert verdict.status == "ok"
 
 
-@pytest.mark.parametrize("kernel", [START_CPU, CPU_KERNELS / "fast.cpp",
-                                    CHEATS / "honest_split_kv.cpp",
-                                    CPU_KERNELS / "honest_unusual.cpp",
-                                    CPU_KERNELS / "honest_persistent.cpp"], ids=lambda p: p.name)
+def _honest_kernels():
+    """The honest CPU kernels of the corpora, from the list the load proof also reads."""
+    lines = (CPU_KERNELS / "honest.txt").read_text().splitlines()
+    return [ROOT / line for line in lines if line and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("kernel", _honest_kernels(), ids=lambda p: p.name)
 def test_honest_kernels_pass_every_check(kernel):
     verdict = evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke"))
     assert verdict.status == "ok", failures_of(verdict)
@@ -144,8 +147,7 @@ def test_honest_kernels_pass_every_check(kernel):
 
 def test_the_honest_list_names_every_honest_cpu_kernel_of_the_corpora():
     # scripts/honest_under_load.sh proves the kernels of this list under load: none left out
-    lines = (CPU_KERNELS / "honest.txt").read_text().splitlines()
-    listed = [ROOT / line for line in lines if line and not line.startswith("#")]
+    listed = _honest_kernels()
     assert all(path.is_file() for path in listed), listed
     corpora = {*CPU_KERNELS.glob("honest_*.cpp"), *CHEATS.glob("honest_*.cpp")}
     assert corpora <= set(listed) and {START_CPU, CPU_KERNELS / "fast.cpp"} <= set(listed)
