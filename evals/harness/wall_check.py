@@ -194,7 +194,7 @@ def _withhold(result: ScenarioResult, key: str, failure: Failure) -> None:
     A contract scenario gates correctness only; its speed enters no headline, so a forged
     timer gains nothing there, while an honest call of a few keys costs less than a batch's
     own per-call work (a flip, a digest, a kept output), which a busy host inflates past any
-    fixed bound (the start kernels were rejected this way on 1-3 key drawn scenarios). Its
+    fixed bound (THREATS.md's known limits give the measured costs). Its
     speedups become None (out of the contract geomean and every report); the batches' outputs
     were verified all the same (a skipped call is still ``stale_result``).
     """
