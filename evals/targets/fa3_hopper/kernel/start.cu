@@ -1,4 +1,5 @@
-// Starting kernel for the fa3_hopper target: correct, plain and untuned.
+// Starting kernel for the fa3_hopper target (and fa4_blackwell's, whose kernel/start.cu links
+// here: mma.sync runs on sm_100a as on sm_90a; its contract has no fp8): correct, plain, untuned.
 //
 // Contract (kernels/fa3_hopper/CONTRACT.md), registered through TORCH_LIBRARY(kernelseek):
 //   flash_forward(q, k, v, cu_seqlens_q?, cu_seqlens_k?, max_seqlen_q, max_seqlen_k,
