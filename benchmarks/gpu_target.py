@@ -24,12 +24,12 @@ import subprocess
 import sys
 import threading
 import time
-import tomllib
 from pathlib import Path
+
+from evals.targets import target_folder, target_folders
 
 BUDGET_S = {"dev": 60.0, "full": 480.0}
 """Wall-time budget of one harness run, excluding the build (issue: fa3_hopper target)."""
-ROOT = Path(__file__).resolve().parents[1]
 STEP_NAMES = ("selfcheck-dev", "selfcheck-full", "start-dev", "start-full")
 MEMORY_BUDGET_GB = 60.0
 """GPU memory in use (both processes, nvidia-smi) that a run may never exceed; decimal GB."""
@@ -40,8 +40,7 @@ def step_args(target: str, step: str) -> list[str]:
     kind, _, suite = step.partition("-")
     if kind == "start":
         return ["score", "--kernel", f"kernels/{target}/start.cu", "--suite", suite]
-    with (ROOT / "evals" / "targets" / target / "target.toml").open("rb") as f:
-        upstream = tomllib.load(f)["bench"]["defaults"]["upstream"]
+    upstream = target_folder(target).bench["defaults"]["upstream"]
     return ["bench", "--candidate-upstream", upstream, "--suite", suite]
 
 
@@ -154,7 +153,8 @@ def main() -> int:
     """Run the requested steps; ``name*N`` repeats a step N times."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--target", default="fa3_hopper", choices=("fa3_hopper", "fa4_blackwell"))
+    gpu_targets = [n for n, f in target_folders().items() if f.bench["device"] == "gpu"]
+    parser.add_argument("--target", default="fa3_hopper", choices=gpu_targets)
     parser.add_argument("steps", nargs="+", help=f"of {list(STEP_NAMES)}, optionally NAME*N")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -17,12 +17,20 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 _MACROS = "c10/cuda/impl/cuda_cmake_macros.h"
 
 
 def nvcc() -> str | None:
     """The nvcc on PATH, or None."""
     return shutil.which("nvcc")
+
+
+needs_nvcc = pytest.mark.skipif(
+    nvcc() is None or shutil.which("objdump") is None, reason="needs nvcc and objdump"
+)
+"""For tests that compile CUDA objects and read their symbols."""
 
 
 def compile_candidate(source: Path, cache: Path, target: str = "fa3_hopper") -> Path:

@@ -15,7 +15,7 @@ from evals.harness.scenarios import Scenario
 from evals.harness.static_checks import check_symbols
 from evals.harness.targets import get_target, target_names
 from evals.targets import target_folder, target_folders
-from tests.cuda_objects import compile_candidate, nvcc
+from tests.cuda_objects import compile_candidate, needs_nvcc
 from tests.helpers import BUILD_CACHE, ROOT
 
 FA4 = "fa4_blackwell"
@@ -150,11 +150,6 @@ def test_the_blackwell_sandbox_pins_the_fa4_the_target_names():
 
     compose = (ROOT / "sandboxes" / "blackwell" / "compose.yaml").read_text()
     assert FA4_PIN.replace("flash-attn-4", "flash-attn-4[cu13]") in compose
-
-
-needs_nvcc = pytest.mark.skipif(
-    nvcc() is None or shutil.which("objdump") is None, reason="needs nvcc and objdump"
-)
 
 
 @needs_nvcc

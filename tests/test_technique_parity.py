@@ -4,7 +4,6 @@ tensor maps through the driver (``cuTensorMapEncode*`` and the error strings, no
 function). GPU kernels are compiled to objects here (no GPU, a CPU torch) and judged by the
 same static checks as in a build; on the H200 they run in ``tests/gpu/test_fa3_cheats.py``."""
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from evals.harness.symbol_rules import (
     first_unallowed,
 )
 from evals.harness.targets import get_target
-from tests.cuda_objects import compile_candidate, nvcc
+from tests.cuda_objects import compile_candidate, needs_nvcc
 from tests.helpers import BUILD_CACHE, CPU_KERNELS, ROOT, check_held, failures_of
 
 CPU = COMMON_ALLOWED_SYMBOLS + OPENMP_ALLOWED_SYMBOLS
@@ -159,11 +158,6 @@ def test_cpu_kernel_timing_its_own_variants_passes_every_check():
     assert doc["checks"]["symbols"].startswith("passed: "), doc["checks"]
     for sc in doc["scenarios"]:
         assert all(check_held(sc, name) for name in sc["checks"]), sc["checks"]
-
-
-needs_nvcc = pytest.mark.skipif(
-    nvcc() is None or shutil.which("objdump") is None, reason="needs nvcc and objdump"
-)
 
 
 def _static_checks(name: str) -> tuple[object, str]:

@@ -37,6 +37,7 @@ from evals.harness.targets.base import (
     Inputs,
     OutputSpec,
     Target,
+    Upstream,
     Work,
     WorkerLimits,
 )
@@ -56,13 +57,18 @@ KVCACHE_SCHEMA = (
     "Tensor cache_seqlens, Tensor? k_new, Tensor? v_new, Tensor? q_descale, Tensor? k_descale, "
     "Tensor? v_descale, bool causal, float softmax_scale) -> Tensor"
 )
-NVCC_FLAGS = (
-    "-O3",
-    "-gencode=arch=compute_90a,code=sm_90a",
-    "-std=c++17",
-    "--expt-relaxed-constexpr",
-    "-lineinfo",
-)
+
+
+def nvcc_flags(arch: str) -> tuple[str, ...]:
+    """Nvcc flags of a one-file candidate built for ``arch`` (``sm_90a``, ``sm_100a``)."""
+    number = arch.removeprefix("sm_")
+    return (
+        "-O3",
+        f"-gencode=arch=compute_{number},code={arch}",
+        "-std=c++17",
+        "--expt-relaxed-constexpr",
+        "-lineinfo",
+    )
 
 
 CUDA_HEADERS = (
@@ -96,9 +102,24 @@ def cuda_source_policy(target: str) -> SourcePolicy:
 class Fa3Hopper(Target):
     """Attention forward on Hopper (sm_90a): dense, varlen and KV-cache; bf16 and fp8."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        name: str = "fa3_hopper",
+        arch: str = "sm_90a",
+        accuracy: AccuracyRule | None = None,
+        upstreams: tuple[Upstream, ...] | None = None,
+    ) -> None:
+        """FA3's target; a target with the same problem (fa4_blackwell) passes its own parts.
+
+        Args:
+            name: The target's name (its folder's, its contract's ``kernels/<name>/``).
+            arch: The architecture the candidate is built for.
+            accuracy: Default: within 2x FA3's error, bf16 and fp8.
+            upstreams: Default: FA3, cuDNN and FA2.
+        """
         super().__init__(
-            name="fa3_hopper",
+            name=name,
             device="cuda",
             contract=Contract(
                 namespace=NAMESPACE,
@@ -107,22 +128,23 @@ class Fa3Hopper(Target):
                     "flash_forward_kvcache": KVCACHE_SCHEMA,
                 },
                 source_suffix=".cu",
-                document="kernels/fa3_hopper/CONTRACT.md",
+                document=f"kernels/{name}/CONTRACT.md",
             ),
             build=BuildSpec(
                 extra_cflags=("-O3",),
-                extra_cuda_cflags=NVCC_FLAGS,
+                extra_cuda_cflags=nvcc_flags(arch),
                 extra_ldflags=driver_link_flags(),  # for the TMA encoders (symbol_rules)
                 with_cuda=True,
                 timeout_s=600.0,
             ),
-            accuracy=AccuracyRule(baseline="fa3", floors={"bfloat16": 2e-3, "float8_e4m3fn": 2e-3}),
+            accuracy=accuracy
+            or AccuracyRule(baseline="fa3", floors={"bfloat16": 2e-3, "float8_e4m3fn": 2e-3}),
             timing=TimingSettings(
                 warmup=2, min_trials=10, max_trials=100, time_cap_s=1.0, fresh_queries=True
             ),
             limits=WorkerLimits(call_timeout_s=120.0),
-            upstreams=fa3_upstreams(),
-            policy=cuda_source_policy("fa3_hopper"),
+            upstreams=fa3_upstreams() if upstreams is None else upstreams,
+            policy=cuda_source_policy(name),
         )
 
     def missing_upstream(self) -> str | None:

@@ -29,15 +29,16 @@ def import_fa3() -> tuple[ModuleType, str]:
     """
     try:
         module = importlib.import_module("flash_attn_interface")
-        return module, _dist_version("flash_attn_3", "flash-attn-3")
+        return module, dist_version("flash_attn_3", "flash-attn-3")
     except ImportError:
         pass
     config = importlib.import_module("fa3_fwd_config")
     sys.modules.setdefault("flash_attn_config", config)
-    return importlib.import_module("fa3_fwd_interface"), _dist_version("fa3-fwd")
+    return importlib.import_module("fa3_fwd_interface"), dist_version("fa3-fwd")
 
 
-def _dist_version(*names: str) -> str:
+def dist_version(*names: str) -> str:
+    """``"<name> <version>"`` of the first of ``names`` installed (provenance)."""
     for name in names:
         try:
             return f"{name} {importlib.metadata.version(name)}"
@@ -46,7 +47,8 @@ def _dist_version(*names: str) -> str:
     return f"{names[0]} (version unknown)"
 
 
-def _first(result: Any) -> torch.Tensor:
+def first_output(result: Any) -> torch.Tensor:
+    """The output of an interface that may also return the softmax's log-sum-exp."""
     out: torch.Tensor = result[0] if isinstance(result, tuple) else result
     return out
 
@@ -82,12 +84,12 @@ class Fa3(Upstream):
         if "cu_seqlens" in i:
             cu, ms = i["cu_seqlens"], i["max_seqlen"]
             cu_k, ms_k = i.get("cu_seqlens_k", cu), i.get("max_seqlen_k", ms)
-            return lambda: _first(
+            return lambda: first_output(
                 fa3.flash_attn_varlen_func(i["q"], i["k"], i["v"], cu, cu_k, ms, ms_k, **common)
             )
         descales = {k: i[k] for k in ("q_descale", "k_descale", "v_descale")}
         if "k_cache" in i:
-            return lambda: _first(
+            return lambda: first_output(
                 fa3.flash_attn_with_kvcache(
                     i["q"],
                     i["k_cache"],
@@ -100,7 +102,9 @@ class Fa3(Upstream):
                     **common,
                 )
             )
-        return lambda: _first(fa3.flash_attn_func(i["q"], i["k"], i["v"], **descales, **common))
+        return lambda: first_output(
+            fa3.flash_attn_func(i["q"], i["k"], i["v"], **descales, **common)
+        )
 
 
 class TorchSdpa(Upstream):

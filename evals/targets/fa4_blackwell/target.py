@@ -16,16 +16,10 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from evals.harness.cuda_driver import driver_link_flags
 from evals.harness.failures import Code, Failure, HarnessInputError
-from evals.harness.targets.base import AccuracyRule, BuildSpec, Contract, Target, WorkerLimits
-from evals.harness.timing import TimingSettings
+from evals.harness.targets.base import AccuracyRule
 from evals.targets.fa3_hopper.target import (
-    DENSE_SCHEMA,
-    KVCACHE_SCHEMA,
-    NAMESPACE,
     Fa3Hopper,
-    cuda_source_policy,
 )
 from evals.targets.fa4_blackwell.upstreams import FA4_PIN, fa4_upstreams, import_fa4
 
@@ -50,50 +44,17 @@ def arch_from_env() -> Arch:
     )
 
 
-def nvcc_flags(arch: Arch) -> tuple[str, ...]:
-    """Nvcc flags for ``arch`` (``sm_100a``: tcgen05, TMEM and 2-CTA MMA available)."""
-    number = arch.removeprefix("sm_")
-    return (
-        "-O3",
-        f"-gencode=arch=compute_{number},code={arch}",
-        "-std=c++17",
-        "--expt-relaxed-constexpr",
-        "-lineinfo",
-    )
-
-
 class Fa4Blackwell(Fa3Hopper):
     """Attention forward on Blackwell (sm_100a), or its Hopper dry run: bf16 only."""
 
     def __init__(self, arch: Arch | None = None) -> None:
+        """Built for ``arch``; default: ``KERNELSEEK_FA4_ARCH`` (:func:`arch_from_env`)."""
         self.arch: Arch = arch_from_env() if arch is None else arch
-        Target.__init__(
-            self,
+        super().__init__(
             name="fa4_blackwell",
-            device="cuda",
-            contract=Contract(
-                namespace=NAMESPACE,
-                entry_points={
-                    "flash_forward": DENSE_SCHEMA,
-                    "flash_forward_kvcache": KVCACHE_SCHEMA,
-                },
-                source_suffix=".cu",
-                document="kernels/fa4_blackwell/CONTRACT.md",
-            ),
-            build=BuildSpec(
-                extra_cflags=("-O3",),
-                extra_cuda_cflags=nvcc_flags(self.arch),
-                extra_ldflags=driver_link_flags(),  # for the TMA encoders (symbol_rules)
-                with_cuda=True,
-                timeout_s=600.0,
-            ),
+            arch=self.arch,
             accuracy=AccuracyRule(baseline="fa4", floors={"bfloat16": 2e-3}),
-            timing=TimingSettings(
-                warmup=2, min_trials=10, max_trials=100, time_cap_s=1.0, fresh_queries=True
-            ),
-            limits=WorkerLimits(call_timeout_s=120.0),
             upstreams=fa4_upstreams(),
-            policy=cuda_source_policy("fa4_blackwell"),
         )
 
     def missing_upstream(self) -> str | None:

@@ -8,7 +8,6 @@ compile lands in none of them; the verdict records it (``timing.first_call_ms``)
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -18,7 +17,7 @@ from torch.nn.attention import SDPBackend
 
 from evals.harness.scenarios import Scenario
 from evals.harness.targets.base import Inputs, Upstream
-from evals.targets.fa3_hopper.upstreams import TorchSdpa
+from evals.targets.fa3_hopper.upstreams import TorchSdpa, dist_version, first_output
 
 FA4_PIN = "flash-attn-4==4.0.0b36"
 
@@ -29,17 +28,7 @@ def import_fa4() -> tuple[ModuleType, str]:
     Raises:
         ImportError: FA4 (or its CuTe DSL) is not installed.
     """
-    module = importlib.import_module("flash_attn.cute")
-    try:
-        version = f"flash-attn-4 {importlib.metadata.version('flash-attn-4')}"
-    except importlib.metadata.PackageNotFoundError:
-        version = "flash-attn-4 (version unknown)"
-    return module, version
-
-
-def _first(result: Any) -> torch.Tensor:
-    out: torch.Tensor = result[0] if isinstance(result, tuple) else result
-    return out
+    return importlib.import_module("flash_attn.cute"), dist_version("flash-attn-4")
 
 
 class Fa4(Upstream):
@@ -87,7 +76,7 @@ class Fa4(Upstream):
         if "cu_seqlens" in i:
             cu, ms = i["cu_seqlens"], i["max_seqlen"]
             cu_k, ms_k = i.get("cu_seqlens_k", cu), i.get("max_seqlen_k", ms)
-            return lambda: _first(
+            return lambda: first_output(
                 fa4.flash_attn_varlen_func(
                     i["q"], i["k"], i["v"], cu_seqlens_q=cu, cu_seqlens_k=cu_k,
                     max_seqlen_q=ms, max_seqlen_k=ms_k, **common,
@@ -95,7 +84,7 @@ class Fa4(Upstream):
             )  # fmt: skip
         if "k_cache" in i:
             return _kvcache_call(fa4, i, common)
-        return lambda: _first(fa4.flash_attn_func(i["q"], i["k"], i["v"], **common))
+        return lambda: first_output(fa4.flash_attn_func(i["q"], i["k"], i["v"], **common))
 
 
 def _kvcache_call(fa4: ModuleType, i: Inputs, common: dict[str, Any]) -> Callable[[], torch.Tensor]:
@@ -103,7 +92,7 @@ def _kvcache_call(fa4: ModuleType, i: Inputs, common: dict[str, Any]) -> Callabl
     k_new, v_new = i.get("k_new"), i.get("v_new")
     if k_new is None or v_new is None:
         used = lens.to(torch.int32)
-        return lambda: _first(
+        return lambda: first_output(
             fa4.flash_attn_varlen_func(q, k_cache, v_cache, seqused_k=used, **common)
         )
     rows = k_new.shape[1]
@@ -115,7 +104,9 @@ def _kvcache_call(fa4: ModuleType, i: Inputs, common: dict[str, Any]) -> Callabl
     def run() -> torch.Tensor:
         k_cache.index_put_((batch, position), k_new)
         v_cache.index_put_((batch, position), v_new)
-        return _first(fa4.flash_attn_varlen_func(q, k_cache, v_cache, seqused_k=grown, **common))
+        return first_output(
+            fa4.flash_attn_varlen_func(q, k_cache, v_cache, seqused_k=grown, **common)
+        )
 
     return run
 
