@@ -142,6 +142,72 @@ def test_the_cache_after_an_append_is_checked_against_the_contract():
     assert guard.modified().code == Code.INPUT_MODIFIED  # other inputs stay guarded
 
 
+def _fp8_kv_inputs(seed=8):
+    p = params(kind="kvcache", dtype="float8_e4m3fn", batch=3, seqlen_q=4, cache_len=20,
+               ragged_min=5, append=True, descale_spread=2.0)
+    return p, problem.make_inputs(p, seed=seed, device="cpu")
+
+
+def test_fp8_appends_arrive_in_the_caches_dtype_and_descale():
+    # FA3 (the baseline) refuses k_new/v_new of another dtype than q: bf16 rows for an fp8
+    # cache made every drawn fp8 append a harness error and a byte-copying kernel read garbage
+    p, i = _fp8_kv_inputs()
+    for name in ("k_new", "v_new"):
+        assert i[name].dtype == i["q"].dtype == i["k_cache"].dtype == torch.float8_e4m3fn
+    ref = problem.reference(p, i)
+    checks = {"k_cache": problem.check_append, "v_cache": problem.check_append}
+    guard = InputGuard(i, checks)
+    _append(i)
+    assert guard.modified() is None  # the byte copy is the contract's append
+    k, v = (problem.dequantize(i[n], i[f"{n[0]}_descale"]) for n in ("k_cache", "v_cache"))
+    q = problem.dequantize(i["q"], i["q_descale"])
+    for b, n in enumerate(i["cache_seqlens"].tolist()):
+        want = naive(q[b], k[b, :n + 4], v[b, :n + 4], True, p.softmax_scale)
+        assert torch.allclose(ref[b], want)
+    _, i = _fp8_kv_inputs()
+    guard = InputGuard(i, checks)
+    _append(i)
+    i["k_cache"].view(torch.uint8)[0, int(i["cache_seqlens"][0])] ^= 1  # one bit of the append
+    assert "do not hold the appended keys" in guard.modified().reason
+
+
+def test_fp8_timing_sets_quantise_their_appends_with_the_shared_caches_descales():
+    p, _ = _fp8_kv_inputs()
+    first, *rest = problem.make_timing_inputs(p, [1, 2, 3], device="cpu")
+    for s in rest:
+        assert s["k_cache"] is first["k_cache"] and s["k_descale"] is first["k_descale"]
+        assert s["k_new"].dtype == torch.float8_e4m3fn
+        assert not torch.equal(s["k_new"].view(torch.uint8), first["k_new"].view(torch.uint8))
+        # the fresh rows are those of the set's own seed, quantised with the shared descale
+        own = problem.make_inputs(p, 2 if s is rest[0] else 3, "cpu", with_cache=False,
+                                  new_descales=(first["k_descale"], first["v_descale"]))
+        assert torch.equal(s["k_new"].view(torch.uint8), own["k_new"].view(torch.uint8))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_drawn_inputs_meet_fa3s_interface(seed):
+    # what FA3's interface checks before it runs: one dtype for q, k, v and the appends,
+    # float32 descales per (batch, kv head), int32 lengths; a draw that breaks one of these
+    # is a scenario the baseline cannot judge (and honest kernels that follow FA3 refuse)
+    from evals.harness import get_target
+    from evals.harness.contract_draw import drawn_scenarios
+
+    target = get_target("fa3_hopper")
+    for scenario in drawn_scenarios(target, "smoke", seed):
+        p = target.params(scenario)
+        i = problem.make_inputs(p, seed=seed, device="cpu")
+        key, val = ("k_cache", "v_cache") if p.kind == "kvcache" else ("k", "v")
+        appends = [i[n] for n in ("k_new", "v_new") if i.get(n) is not None]
+        tensors = [i["q"], i[key], i[val], *appends]
+        assert {t.dtype for t in tensors} == {i["q"].dtype}, scenario.id
+        for n in ("q_descale", "k_descale", "v_descale"):
+            d = i.get(n)
+            assert d is None if not p.fp8 else (d.dtype == torch.float32
+                                                and d.shape == (p.batch, p.heads_kv)), scenario.id
+        for n in ("cache_seqlens", "cu_seqlens", "cu_seqlens_k"):
+            assert i.get(n) is None or i[n].dtype == torch.int32, scenario.id
+
+
 def test_fa3_suites_hold_every_new_kind():
     from evals.harness import get_target
 
@@ -181,13 +247,15 @@ def _naive_any(p, i):
                                                         itertools.pairwise(cu_k), strict=True)])
     key, val = ("k", "v") if p.kind == "prefill" else ("k_cache", "v_cache")
     q, k, v = (problem.dequantize(i[n], i[f"{n[0]}_descale"]) for n in ("q", key, val))
+    if p.append:
+        k_new, v_new = (problem.dequantize(i[n], i[f"{n[0]}_descale"]) for n in ("k_new", "v_new"))
     outs = []
     for b in range(p.batch):
         n = p.seqlen_k if p.kind == "prefill" else int(i["cache_seqlens"][b])
         kb, vb = k[b, :n], v[b, :n]
         if p.append:
-            kb = torch.cat([kb, i["k_new"][b].double()])
-            vb = torch.cat([vb, i["v_new"][b].double()])
+            kb = torch.cat([kb, k_new[b]])
+            vb = torch.cat([vb, v_new[b]])
         outs.append(dense(q[b], kb, vb, p.causal, p.softmax_scale))
     return torch.stack(outs)
 

@@ -136,8 +136,9 @@ def make_timing_inputs(
     """
     first = make_inputs(p, seeds[0], device)
     sets = [first]
+    shared = (first["k_descale"], first["v_descale"]) if p.kind == "kvcache" and p.fp8 else None
     for seed in seeds[1:]:
-        fresh = make_inputs(p, seed, device, with_cache=p.kind != "kvcache")
+        fresh = make_inputs(p, seed, device, with_cache=p.kind != "kvcache", new_descales=shared)
         if p.kind == "kvcache":
             fresh.update(
                 {
@@ -150,11 +151,18 @@ def make_timing_inputs(
 
 
 def make_inputs(
-    p: Fa3Params, seed: int, device: str = "cuda", *, with_cache: bool = True
+    p: Fa3Params,
+    seed: int,
+    device: str = "cuda",
+    *,
+    with_cache: bool = True,
+    new_descales: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> dict[str, Any]:
     """Random inputs for one call, deterministic in ``seed`` (normal, then dtype).
 
     q and k have standard deviation ``qk_std``, v ``v_std`` (1 unless the scenario says).
+    fp8 appends are fp8 like the cache they go into (FA3 requires the dtype of q), quantised
+    with the cache's ``k_descale``/``v_descale`` or ``new_descales`` (a shared cache's).
     """
     gen = torch.Generator(device=device).manual_seed(seed)
 
@@ -197,10 +205,19 @@ def make_inputs(
     out.update(q=quant["q"], k_cache=quant["k"], v_cache=quant["v"])
     out.update({k: v for k, v in quant.items() if k.endswith("descale")})
     new_shape = (p.batch, p.seqlen_new, p.heads_kv, p.head_dim)
-    out["k_new"] = randn(*new_shape, std=p.qk_std) if p.append else None
-    v_new = randn(*new_shape, std=p.v_std) if p.append else None
-    out["v_new"] = v_new
+    out["k_new"] = out["v_new"] = None
+    if p.append:
+        k_new, v_new = randn(*new_shape, std=p.qk_std), randn(*new_shape, std=p.v_std)
+        if p.fp8:
+            k_ds, v_ds = new_descales or (out["k_descale"], out["v_descale"])
+            k_new, v_new = _quantize_with(k_new, k_ds), _quantize_with(v_new, v_ds)
+        out.update(k_new=k_new, v_new=v_new)
     return out
+
+
+def _quantize_with(x: torch.Tensor, descale: torch.Tensor) -> torch.Tensor:
+    """fp8 e4m3 of ``x`` (b, s, heads_kv, d) with a given ``descale`` (b, heads_kv), clamped."""
+    return (x.float() / descale[:, None, :, None]).clamp(-FP8_MAX, FP8_MAX).to(FP8)
 
 
 def refill_query(p: Fa3Params, inputs: Mapping[str, Any], seed: int) -> None:
@@ -242,13 +259,17 @@ def check_append(
     """Why the cache ``name`` after a call is not the contract's append, or None.
 
     Rows ``cache_seqlens[b] : cache_seqlens[b] + seqlen_new`` of sequence ``b`` must hold
-    ``k_new`` (or ``v_new``) exactly; every other row must be as it was (when ``before`` is
-    known). A cache whose dtype differs from the new rows' (fp8) is not checked: the contract
-    does not say how they are quantised.
+    ``k_new`` (or ``v_new``) exactly (fp8 rows bit for bit: they arrive in the cache's dtype);
+    every other row must be as it was (when ``before`` is known).
     """
     new = inputs["k_new" if name.startswith("k") else "v_new"]
-    if new is None or new.dtype != after.dtype:
+    if new is None:
         return None
+    if new.dtype != after.dtype:
+        return f"the new rows are {new.dtype}, the cache {after.dtype}"
+    if new.element_size() == 1:  # fp8: compare the bits (no equality kernels for fp8)
+        new, after = new.view(torch.uint8), after.view(torch.uint8)
+        before = None if before is None else before.view(torch.uint8)
     lens = inputs["cache_seqlens"].tolist()
     s_new = new.shape[1]
     for b, start in enumerate(lens):
@@ -345,8 +366,8 @@ def reference(p: Fa3Params, inputs: Mapping[str, Any]) -> torch.Tensor:
         bs = slice(b0, b1)
         kb, vb = one(key, bs, lens[b0]), one(val, bs, lens[b0])
         if p.append:
-            kb = torch.cat([kb, inputs["k_new"][bs].double()], dim=1)
-            vb = torch.cat([vb, inputs["v_new"][bs].double()], dim=1)
+            kb = torch.cat([kb, one("k_new", bs)], dim=1)
+            vb = torch.cat([vb, one("v_new", bs)], dim=1)
         out.append(_block_reference(one("q", bs), kb, vb, p.causal, scale))
         b0 = b1
     return torch.cat(out)
