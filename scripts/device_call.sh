@@ -4,12 +4,15 @@
 # one call: /tmp/site survives between calls while the machine stays warm), compile bytecode,
 # then run the named steps; everything lands in $OUT/<tag>.tgz (one file back). Usage:
 #   bash scripts/device_call.sh TAG STEP...   (steps: gputests-time, devtime, start-dev,
-#   selfcheck-dev, selfcheck-dev3, start-full, gputests-all, gputests-cheats, gputests-rest,
+#   selfcheck-dev, selfcheck-dev2, selfcheck-dev3, start-full, gputests-all, gputests-cheats, gputests-rest,
 #   gputests-static, gputests-honest, gputests-integrity, faster-dev, rows, ncu,
 #   fa4-wheels-1 (with .whl-fa4/1 carried: keep FA4's first part in /tmp/fa4),
-#   fa4-dry (with .whl-fa4/2 carried, in the same warm lease: join and install FA4, then
-#   fa4_blackwell's dry run on this Hopper GPU: FA4 self-check and start.cu, dev suite);
-#   scripts/fa4_device_wheels.sh makes both folders)
+#   fa4-install (with .whl-fa4/2 carried, in the same warm lease: join and install FA4),
+#   fa4-support (which dev/full scenarios and draws FA4 runs here: benchmarks/fa4_support.py),
+#   fa4-dry (fa4_blackwell's dry run on this Hopper GPU: FA4 self-check and start.cu, dev);
+#   scripts/fa4_device_wheels.sh makes both folders; gputests-head1/2: the GPU tests of the
+#   honest kernels, the timing cheats and the contract cheats, then start.cu's and the rest;
+#   pytest steps stop (printing what failed) at $TEST_LIMIT seconds, default 540)
 set -uo pipefail
 tag=$1; shift
 for wheels in .whl .whl_inspect1 .whl_inspect2; do
@@ -18,7 +21,9 @@ for wheels in .whl .whl_inspect1 .whl_inspect2; do
       --target /tmp/site "$wheels"/*.whl || exit 1
   fi
 done
-export PYTHONPATH=/tmp/site:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+# /tmp/site and what its .pth files add (the CuTe DSL's packages), then the repository
+site_path() { python3 -c "import site, sys; site.addsitedir('/tmp/site'); print(':'.join(p for p in sys.path if p.startswith('/tmp/site')))"; }
+export PYTHONPATH=$(site_path):$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 if [ ! -f /tmp/.compiled ]; then
   python3 -m compileall -q -j 16 "$(python3 -c 'import sysconfig;print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1
   touch /tmp/.compiled
@@ -34,6 +39,7 @@ for step in "$@"; do
     start-dev) python3 benchmarks/gpu_target.py --out "$work/runs" start-dev 2>&1 | grep -E "SUMMARY|note|Error" ;;
     selfcheck-dev) python3 benchmarks/gpu_target.py --out "$work/runs" selfcheck-dev 2>&1 | grep -E "SUMMARY|Error" ;;
     selfcheck-dev3) python3 benchmarks/gpu_target.py --out "$work/runs" 'selfcheck-dev*3' 2>&1 | grep -E "SUMMARY|Error" ;;
+    selfcheck-dev2) python3 benchmarks/gpu_target.py --out "$work/runs" 'selfcheck-dev*2' 2>&1 | grep -E "SUMMARY|Error" ;;
     start-full) python3 benchmarks/gpu_target.py --out "$work/runs" start-full 2>&1 | grep -E "SUMMARY|Error" ;;
     gputests-all) python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rA --deselect tests/gpu/test_profile_ncu.py 2>&1 | tee "$work/gputests-all.log" | tail -15 ;;
     gputests-cheats) python3 -m pytest -m gpu tests/gpu/test_fa3_cheats.py -q -p no:cacheprovider -rA \
@@ -58,14 +64,25 @@ for step in "$@"; do
         --kernel tests/data/fa3_hopper/faster.cu --epochs 2 --out "$work/rows" \
         > "$work/rows.log" 2>&1; echo "rows rc=$?"; tail -15 "$work/rows.log" ;;
     fa4-wheels-1) mkdir -p /tmp/fa4 && cp .whl-fa4/1/* /tmp/fa4/ && ls /tmp/fa4 | wc -l ;;
-    fa4-dry)
+    fa4-install)
       cp .whl-fa4/2/* /tmp/fa4/ && cat /tmp/fa4/libs.part-* > "/tmp/fa4/$(cat /tmp/fa4/libs.name)" \
         && rm -f /tmp/fa4/libs.part-* && python3 -m pip install -q --no-index --no-deps \
           --no-compile --no-cache-dir --target /tmp/site /tmp/fa4/*.whl || exit 1
-      python3 -c "import flash_attn.cute" 2>&1 | tail -2
+      PYTHONPATH=$(site_path):$PWD; export PYTHONPATH
+      python3 -c "import flash_attn.cute; print('flash_attn.cute imports')" 2>&1 | tail -2 ;;
+    fa4-support) KERNELSEEK_FA4_ARCH=sm_90a timeout -s INT "${TEST_LIMIT:-540}" python3 \
+        benchmarks/fa4_support.py --out "$work/fa4-support.json" --suite dev --suite full \
+        --draws 6 > "$work/fa4-support.log" 2>&1; grep -vE '"status": "ok"' "$work/fa4-support.log" | tail -25 ;;
+    fa4-dry)
       KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/gpu_target.py --target fa4_blackwell \
         --out "$work/fa4-dry" selfcheck-dev start-dev 2>&1 | tee "$work/fa4-dry.log" \
         | grep -E "SUMMARY|NOTE|Error|error" ;;
+    gputests-head1) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu tests/gpu -n 5 \
+        -p no:cacheprovider -rfE --durations=20 -k "honest_kernels or racy or timer_forge or \
+        wall_batch_skip or whole_contract" 2>&1 | tee "$work/gputests-head1.log" | tail -25 ;;
+    gputests-head2) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu tests/gpu -n 6 \
+        -p no:cacheprovider -rfE --durations=20 -k "start_kernel or provenance or dev_shape or \
+        write_escape or driver_function or bad_kernels" 2>&1 | tee "$work/gputests-head2.log" | tail -25 ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;
     *) echo "unknown step $step" ;;
   esac

@@ -9,6 +9,9 @@
 #   cp .whl-fa4/2/* /tmp/fa4/ && cat /tmp/fa4/libs.part-* > /tmp/fa4/$(cat /tmp/fa4/libs.name) \
 #     && rm /tmp/fa4/libs.part-* && python3 -m pip install -q --no-index --no-deps --target \
 #     /tmp/site /tmp/fa4/*.whl                                                          # call 2
+# The CuTe DSL's Python package sits in nvidia_cutlass_dsl/dsl_packages, put on sys.path by a
+# .pth file, which a --target folder on PYTHONPATH does not read: device_call.sh adds it (all
+# wheels go in with one pip command, since pip --target skips a folder that already exists).
 # The pins are the ones sandboxes/blackwell/compose.yaml installs. Usage: bash scripts/fa4_device_wheels.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,7 +21,7 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
   --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux2014_x86_64 \
   --platform any -d "$out/all" \
   flash-attn-4==4.0.0b36 nvidia-cutlass-dsl==4.8.1 nvidia-cutlass-dsl-libs-base==4.8.1 \
-  nvidia-cutlass-dsl-libs-cu13==4.8.1 quack-kernels==0.6.5 apache-tvm-ffi==0.1.15.post2 \
+  nvidia-cutlass-dsl-libs-cu13==4.8.1 nvidia-cutlass-dsl-libs-core==4.8.1 quack-kernels==0.6.5 apache-tvm-ffi==0.1.15.post2 \
   torch-c-dlpack-ext==0.1.5 'cuda-bindings>=13,<14' protobuf
 libs=$(ls "$out"/all/nvidia_cutlass_dsl_libs_cu13-*.whl)
 basename "$libs" > "$out/1/libs.name"
