@@ -176,8 +176,8 @@ class TimingRun:
         spin_us: The spin each implementation ended with (microseconds; 0 on the CPU).
         busy_s: Time spent inside each implementation's calls (warm-up included).
         first_call_ms: Wall milliseconds of each implementation's first warm-up call in this
-            process: for an upstream timed in its own process (FlashAttention-4), its
-            just-in-time compile, kept out of every timed and latency figure.
+            process, kept out of every timed and latency figure (the worker reports an
+            upstream's probe call instead, its first: FlashAttention-4's just-in-time compile).
         trials: Trials run; ``stop`` is ``"converged"``, ``"time_cap"`` or ``"max_trials"``.
         seconds: Wall seconds of the timed loop.
     """
