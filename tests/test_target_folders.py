@@ -11,6 +11,7 @@ import torch
 from evals.bench.recipe import load_recipe
 from evals.bench.targets import TARGETS, bench_target
 from evals.harness import HarnessInputError
+from evals.harness.failures import Code
 from evals.harness.scenarios import Scenario
 from evals.harness.static_checks import check_symbols
 from evals.harness.targets import get_target, target_names
@@ -167,6 +168,42 @@ def test_sm_100a_code_builds_and_passes_the_static_checks(source, monkeypatch):
     failure, finding = check_symbols(library, get_target(FA4).policy)
     assert failure is None, failure
     assert "no system-call instructions" in finding, finding
+
+
+# Three of the GPU corpus's static-check cheats, as fa4's start kernel plus the cheat's host
+# code (the corpus's files include ATen's CUDA context, whose cuSPARSE header a machine with
+# only nvcc lacks): built for sm_100a, each must fail the checks for its reason.
+SM100_CHEATS = {
+    "vendor library": """
+extern "C" int cublasCreate_v2(void** handle);
+void* kernelseek_cheat_handle() { void* h = nullptr; cublasCreate_v2(&h); return h; }
+""",
+    "dynamic loading": """
+extern "C" void* dlopen(const char*, int);
+void* kernelseek_cheat_library() { return dlopen("libcudnn.so.9", 1); }
+""",
+    "raw system calls": """
+long kernelseek_cheat_syscall(long n, long a) {
+  long r;
+  asm volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(0L), "d"(0L) : "rcx", "r11", "memory");
+  return r;
+}
+""",
+}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("reason", list(SM100_CHEATS))
+def test_gpu_cheats_built_for_sm_100a_fail_the_static_checks(reason, tmp_path, monkeypatch):
+    # the Blackwell build runs the same symbol and instruction checks as the Hopper one
+    monkeypatch.delenv("KERNELSEEK_FA4_ARCH", raising=False)
+    start = (ROOT / "kernels" / FA4 / "start.cu").read_text()
+    source = tmp_path / "cheat.cu"
+    source.write_text(start + SM100_CHEATS[reason])
+    library = compile_candidate(source, BUILD_CACHE, target=FA4)
+    failure, _ = check_symbols(library, get_target(FA4).policy)
+    assert failure is not None and failure.code == Code.FORBIDDEN_SYMBOL, (reason, failure)
+    assert reason in failure.reason, failure.reason
 
 
 def test_fa4s_kv_cache_call_appends_then_attends_the_grown_lengths(monkeypatch):
