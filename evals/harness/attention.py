@@ -128,15 +128,21 @@ def reference_attention(
         ``(batch, seqlen_q, heads_q, head_dim)`` in float64. Rows with no attended key are 0.
 
     """
-    groups = q.shape[2] // k.shape[2]
-    qd = q.double().transpose(1, 2)
-    kd = k.double().transpose(1, 2).repeat_interleave(groups, dim=1)
-    vd = v.double().transpose(1, 2).repeat_interleave(groups, dim=1)
-    # in place where the tensor is our own: the scores are the largest thing made here
-    scores = torch.matmul(qd, kd.transpose(-1, -2)).mul_(softmax_scale)
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    group = hq // hkv
+    # the query heads of one KV head become rows of one matmul with its keys: the keys are
+    # never repeated per group (a decode's float64 cache is the largest input here)
+    qd = (q.double() * softmax_scale).view(b, sq, hkv, group, d).permute(0, 2, 3, 1, 4)
+    kd, vd = k.double().transpose(1, 2), v.double().transpose(1, 2)  # (b, hkv, sk, d)
+    scores = torch.matmul(qd.reshape(b, hkv, group * sq, d), kd.transpose(-1, -2))
+    # the scores are the largest tensor here: every pass over them is in place
     if causal:
-        mask = causal_mask(q.shape[1], k.shape[1], q.device)
-        scores.masked_fill_(mask.logical_not_(), float("-inf"))
-    probs = torch.softmax(scores, dim=-1).nan_to_num_(0.0)
-    del scores
-    return torch.matmul(probs, vd).transpose(1, 2).contiguous()
+        grouped = scores.view(b, hkv, group, sq, sk)
+        grouped.masked_fill_(causal_mask(sq, sk, q.device).logical_not_(), float("-inf"))
+    top = scores.amax(dim=-1, keepdim=True)
+    top.masked_fill_(top == float("-inf"), 0.0)  # a row with no key: exp gives 0, not NaN
+    weights = scores.sub_(top).exp_()
+    total = weights.sum(dim=-1, keepdim=True)
+    out = torch.matmul(weights, vd).div_(total).nan_to_num_(0.0)  # 0/0 for a row with no key
+    return out.view(b, hkv, group, sq, d).permute(0, 3, 1, 2, 4).reshape(b, sq, hq, d)
