@@ -248,7 +248,7 @@ class PassingVerifier:
     """Stands in for the batch verifier on a fake worker (its outputs are not real)."""
 
     def __init__(self, *args, **kwargs):
-        self.verified, self.seconds = 0, 0.0
+        self.verified, self.seconds, self.parts = 0, 0.0, {"wall_reference": 0.5}
 
     q_numel = 0
 
@@ -290,6 +290,7 @@ def test_check_records_the_parents_figure_and_drops_the_inputs(fake_verification
     assert result.timing["wall"]["rounds"] == 1
     assert result.timing["wall"]["bound_us"] == bound_us(100.0, CPU_WALL, 17)  # 2 ms of 120 us
     assert result.seconds["wall_clock"] >= 0.0
+    assert result.seconds["wall_reference"] == 0.5  # the verifier's parts, kept per scenario
     assert "scenario" in worker.requests[0] and worker.requests[-1] == {"op": "wall", "drop": True}
 
 
@@ -384,6 +385,8 @@ def test_the_parent_times_the_flips_on_every_set_in_turn_as_a_batch_does(monkeyp
                         lambda q, *rest: flipped.append(q.data_ptr()) or real_flip(q, *rest))
     assert verifier.flip_cost(10) > 0
     assert len(flipped) >= 8 and len(set(flipped)) == 3
+    assert set(verifier.parts) == {"wall_inputs", "wall_flip_timing"}  # where the time went
+    assert 0 < verifier.parts["wall_flip_timing"] <= verifier.seconds
 
 
 def test_batches_run_the_timing_rounds_own_input_sets_in_turn():
@@ -526,7 +529,10 @@ def test_honest_kernel_passes_the_wall_clock_check_through_the_cli(tmp_path):
         assert wall > median / 10, (wall, median)
         assert figures["calls"] >= 2 and figures["ping_us"] > 0
         assert sc["seconds"]["wall_clock"] > 0  # its own phase, verification included
+        # and where the verification's time went (the float64 reference check among it)
+        assert 0 < sc["seconds"]["wall_reference"] < sc["seconds"]["wall_clock"]
     assert doc["timing"]["wall_clock_s"] > 0
+    assert 0 < doc["timing"]["wall_reference_s"] < doc["timing"]["wall_clock_s"]
     assert "wall-clock check" in proc.stdout
 
 

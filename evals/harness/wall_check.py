@@ -131,6 +131,8 @@ def check(
         spent = time.monotonic() - t0
         result.seconds["wall_clock"] = result.seconds.get("wall_clock", 0.0) + spent
         session.tally.reference_s += verifier.seconds
+        for part, seconds in verifier.parts.items():
+            result.seconds[part] = result.seconds.get(part, 0.0) + seconds
     return _record(session, result, key, batches, rounds, reported, verifier, plan)
 
 

@@ -15,9 +15,10 @@ metered by the worker's).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
@@ -80,6 +81,10 @@ class BatchVerifier:
         self.verified = 0
         self.skipped = 0
         self.seconds = 0.0
+        self.parts: dict[str, float] = {}
+        """Seconds by part (``wall_inputs``: the timing sets rebuilt here, ``wall_fetch``,
+        ``wall_reference``: the accuracy check with its float64 reference,
+        ``wall_digest_timing``, ``wall_flip_timing``), kept in the scenario's seconds."""
         self._digest_per_call_s = float("inf")
         self._flip_s = float("inf")
         self._flip_timings = 0
@@ -100,24 +105,35 @@ class BatchVerifier:
                 self.skipped += 1
                 known = self._digest_per_call_s
                 return known * calls if known != float("inf") else 0.0
-            header, payload = self.session.client.request(
-                {"op": "wall", "outputs": [index]}, timeout_s=self.timeout_s
-            )
-            (out,) = unpack(self.session, header["tensors"], payload)
+            with self._spent("wall_fetch"):
+                header, payload = self.session.client.request(
+                    {"op": "wall", "outputs": [index]}, timeout_s=self.timeout_s
+                )
+                (out,) = unpack(self.session, header["tensors"], payload)
             where = f"call {index + 1} of a wall-clock batch of {calls} back-to-back calls"
             if not matches(out, digests[index], digest_seed):
                 reason = f"{where} returned another output than the one its batch committed to"
                 raise WallFailure(Failure(Code.STALE_RESULT, reason))
-            failure = check_against(
-                self.session.target, self.scenario, out, self._inputs(index, shifts)
-            )
+            inputs = self._inputs(index, shifts)
+            with self._spent("wall_reference"):
+                failure = check_against(self.session.target, self.scenario, out, inputs)
             if failure is not None:
                 reason = f"{where} was wrong: {failure.reason}"
                 raise WallFailure(Failure(Code.STALE_RESULT, reason))
             self.verified += 1
-            return self._digest_cost(out, calls, digest_seed)
+            with self._spent("wall_digest_timing"):
+                return self._digest_cost(out, calls, digest_seed)
         finally:
             self.seconds += time.monotonic() - t0
+
+    @contextlib.contextmanager
+    def _spent(self, part: str) -> Iterator[None]:
+        """Add the block's wall seconds to ``parts[part]``."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.parts[part] = self.parts.get(part, 0.0) + time.monotonic() - t0
 
     def describe(self) -> str:
         """What was verified, for the check's line."""
@@ -142,28 +158,34 @@ class BatchVerifier:
             return 0.0
         t0 = time.monotonic()
         try:
-            if self._flip_timings < 3:
-                self._flip_timings += 1
-                sets = self._sets()
-                queries = [s["q"].clone() for s in sets]
-                bits = [self._flips(which) for which in range(len(sets))]
-                count = max(8, len(sets))
-                offsets = query_flips.shifts(self._flip_timings, count, self.q_numel)
-
-                def flips() -> None:
-                    for i, shift in enumerate(offsets):
-                        which = i % len(queries)
-                        query_flips.flip(queries[which], *bits[which], shift)
-
-                per_flip = self._seconds(flips, queries[0].device) / len(offsets)
-                self._flip_s = min(self._flip_s, per_flip)
-            return self._flip_s * calls
+            with self._spent("wall_flip_timing"):
+                return self._flip_cost(calls)
         finally:
             self.seconds += time.monotonic() - t0
 
+    def _flip_cost(self, calls: int) -> float:
+        """:meth:`flip_cost` without the accounting."""
+        if self._flip_timings < 3:
+            self._flip_timings += 1
+            sets = self._sets()
+            queries = [s["q"].clone() for s in sets]
+            bits = [self._flips(which) for which in range(len(sets))]
+            count = max(8, len(sets))
+            offsets = query_flips.shifts(self._flip_timings, count, self.q_numel)
+
+            def flips() -> None:
+                for i, shift in enumerate(offsets):
+                    which = i % len(queries)
+                    query_flips.flip(queries[which], *bits[which], shift)
+
+            per_flip = self._seconds(flips, queries[0].device) / len(offsets)
+            self._flip_s = min(self._flip_s, per_flip)
+        return self._flip_s * calls
+
     def _sets(self) -> list[Inputs]:
         if self.sets is None:
-            self.sets = self.session.target.make_timing_inputs(self.scenario, self.seeds)
+            with self._spent("wall_inputs"):
+                self.sets = self.session.target.make_timing_inputs(self.scenario, self.seeds)
         return self.sets
 
     def _flips(self, which: int) -> tuple[torch.Tensor, torch.Tensor]:
