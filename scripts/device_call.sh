@@ -9,7 +9,8 @@
 #   fa4-wheels-1 (with .whl-fa4/1 carried: keep FA4's first part in /tmp/fa4),
 #   fa4-install (with .whl-fa4/2 carried, in the same warm lease: join and install FA4),
 #   fa4-support (which dev/full scenarios and draws FA4 runs here: benchmarks/fa4_support.py),
-#   fa4-dry (fa4_blackwell's dry run on this Hopper GPU: FA4 self-check and start.cu, dev);
+#   fa4-dry (fa4_blackwell's dry run on this Hopper GPU: FA4 self-check and start.cu, dev),
+#   fa4-full (start.cu on the fa4 full suite, dry run), fa4-gputests (tests/gpu/test_fa4_dry_run.py);
 #   scripts/fa4_device_wheels.sh makes both folders; gputests-head1/2: the GPU tests of the
 #   honest kernels, the timing cheats and the contract cheats, then start.cu's and the rest;
 #   pytest steps stop (printing what failed) at $TEST_LIMIT seconds, default 540)
@@ -77,6 +78,11 @@ for step in "$@"; do
       KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/gpu_target.py --target fa4_blackwell \
         --out "$work/fa4-dry" selfcheck-dev start-dev 2>&1 | tee "$work/fa4-dry.log" \
         | grep -E "SUMMARY|NOTE|Error|error" ;;
+    fa4-full)
+      KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/gpu_target.py --target fa4_blackwell \
+        --out "$work/fa4-dry" start-full 2>&1 | tee "$work/fa4-full.log" | grep -E "SUMMARY|NOTE|rror" ;;
+    fa4-gputests) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu -n 2 -rfE \
+        -p no:cacheprovider tests/gpu/test_fa4_dry_run.py 2>&1 | tee "$work/fa4-gputests.log" | tail -15 ;;
     gputests-head1) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu tests/gpu -n 5 \
         -p no:cacheprovider -rfE --durations=20 -k "honest_kernels or racy or timer_forge or \
         wall_batch_skip or whole_contract" 2>&1 | tee "$work/gputests-head1.log" | tail -25 ;;
