@@ -206,6 +206,8 @@ def test_drawn_inputs_meet_fa3s_interface(seed):
                                                 and d.shape == (p.batch, p.heads_kv)), scenario.id
         for n in ("cache_seqlens", "cu_seqlens", "cu_seqlens_k"):
             assert i.get(n) is None or i[n].dtype == torch.int32, scenario.id
+        if appends:  # FA3: "k_new must have seqlen <= the seqlen of the KV cache"
+            assert i["q"].shape[1] <= i["k_cache"].shape[1], scenario.id
 
 
 def test_fa3_suites_hold_every_new_kind():
