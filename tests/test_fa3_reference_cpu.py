@@ -149,8 +149,9 @@ def _fp8_kv_inputs(seed=8):
 
 
 def test_fp8_appends_arrive_in_the_caches_dtype_and_descale():
-    # FA3 (the baseline) refuses k_new/v_new of another dtype than q: bf16 rows for an fp8
-    # cache made every drawn fp8 append a harness error and a byte-copying kernel read garbage
+    # FA3 (the baseline) refuses k_new/v_new of another dtype than q: with bf16 rows for an
+    # fp8 cache, kernels that require one dtype (start.cu) failed every drawn fp8 append and a
+    # byte-copying kernel read garbage
     p, i = _fp8_kv_inputs()
     for name in ("k_new", "v_new"):
         assert i[name].dtype == i["q"].dtype == i["k_cache"].dtype == torch.float8_e4m3fn
