@@ -13,6 +13,8 @@ reference, and fails a run whose candidate's process changed places that outlive
 import re
 from pathlib import Path
 
+import pytest
+
 from evals.harness import Code, RunSettings, evaluate
 from evals.harness.verdict import Verdict
 from tests.helpers import BUILD_CACHE, ROOT
@@ -63,15 +65,31 @@ def test_timer_forge_is_rejected_when_the_parent_verifies_wall_batches(monkeypat
     ), first
 
 
-def test_wall_batch_skip_is_rejected_when_the_parent_verifies_wall_batches(monkeypatch):
-    # honest timed calls: only a check of the batches' own outputs can see the skipped work
+def test_wall_batch_skip_is_rejected_when_the_parent_verifies_wall_batches(tmp_path, monkeypatch):
+    # honest timed calls: only a check of the batches' own outputs can see the skipped work.
+    # One random call of each batch is verified, so a run where the cheat could skip only a
+    # few calls (it skips a call entered within 12 us of the last return: on this host most
+    # gaps are longer) escapes with a real chance (about half the runs here, with 20-60 of
+    # them skipped); up to 8 runs, and one must be rejected for the skip
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
-    verdict = evaluate(
-        RunSettings("bench", "cpu_attention", CHEATS / "wall_batch_skip.cpp", suite="smoke")
-    )
-    failures = _failures(verdict)
-    assert verdict.status == "failed" and failures
-    assert failures[0].code == Code.STALE_RESULT and "wall-clock" in failures[0].reason
+    engaged = 0
+    for attempt in range(8):
+        log = tmp_path / f"worker{attempt}.log"
+        verdict = evaluate(
+            RunSettings("bench", "cpu_attention", CHEATS / "wall_batch_skip.cpp",
+                        suite="smoke", keep_worker_log=log)
+        )  # fmt: skip
+        if "skipped a back-to-back call" not in log.read_text():
+            continue  # a busy host gave it no call to skip: it did every call's work
+        engaged += 1
+        failures = _failures(verdict)
+        if verdict.status == "failed":
+            assert failures[0].code == Code.STALE_RESULT, failures[0]
+            assert "wall-clock" in failures[0].reason, failures[0]
+            return
+    if not engaged:
+        pytest.skip("the cheat never engaged: no back-to-back call on this busy host")
+    pytest.fail(f"the cheat skipped calls in {engaged} runs and escaped every check")
 
 
 def _escape_targets() -> list[Path]:

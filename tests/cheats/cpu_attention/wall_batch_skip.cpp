@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -124,6 +125,9 @@ bool back_to_back(const at::Tensor& q, int64_t entry_ns) {
 }
 
 at::Tensor replay(const at::Tensor& q) {
+  // the test's count of the calls skipped (a busy host may give it none to skip)
+  std::printf("kernelseek-cheat: skipped a back-to-back call\n");
+  std::fflush(stdout);
   at::Tensor out = at::empty_like(q);
   std::memcpy(out.data_ptr(), last_output.data(), last_output.size());
   return out;
