@@ -283,3 +283,24 @@ def test_the_reference_covers_every_drawn_contract_scenario(seed):
             assert not ref[:, : p.seqlen_q - p.seqlen_k].any()  # rows with no key are zeros
         target.rewrite_kv_part(scenario, i, seed + 100)  # the probe's edit moves the result
         assert float((problem.reference(p, i) - ref).abs().max()) > 0.1 * scale, scenario.id
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_block_of_heads_has_the_reference_of_those_heads(seed):
+    # the sampled integrity checks compute the float64 reference of a block of KV heads alone:
+    # it must be the whole reference's slice on every drawn kind (fp8 descales cut with it)
+    from evals.harness import get_target
+    from evals.harness.contract_draw import drawn_scenarios
+
+    target = get_target("fa3_hopper")
+    for scenario in drawn_scenarios(target, "full", seed):
+        p = target.params(scenario)
+        i = problem.make_inputs(p, seed=seed, device="cpu")
+        whole = problem.reference(p, i)
+        group = p.heads_q // p.heads_kv
+        for kv in (slice(0, 1), slice(p.heads_kv - 1, p.heads_kv), slice(0, p.heads_kv)):
+            sub_scenario, sub = target.head_block(scenario, i, kv)
+            assert target.heads(sub_scenario) == ((kv.stop - kv.start) * group, kv.stop - kv.start)
+            block = problem.reference(target.params(sub_scenario), sub)
+            q_heads = slice(kv.start * group, kv.stop * group)
+            assert torch.equal(block, whole[..., q_heads, :]), (scenario.id, kv)

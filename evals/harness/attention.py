@@ -105,6 +105,30 @@ def attention_bytes(shape: AttentionShape, out_itemsize: int) -> float:
     return float((q + kv) * item + q * out_itemsize)
 
 
+KV_NAMES = ("k", "v", "k_cache", "v_cache", "k_new", "v_new")
+"""Inputs laid out ``(..., heads_kv, head_dim)``; ``q`` is ``(..., heads_q, head_dim)``."""
+
+
+def cut_heads(inputs: Mapping[str, Any], kv: slice, group: int) -> dict[str, Any]:
+    """``inputs`` restricted to the KV heads ``kv`` and their query heads (views).
+
+    Query head ``i`` belongs to KV head ``i // group``; ``*_descale`` tensors are
+    ``(batch, heads_kv)``. Other entries are kept as they are.
+    """
+    q_heads = slice(kv.start * group, kv.stop * group)
+    out = dict(inputs)
+    for name, value in inputs.items():
+        if not isinstance(value, torch.Tensor):
+            continue
+        if name == "q":
+            out[name] = value[..., q_heads, :]
+        elif name in KV_NAMES:
+            out[name] = value[..., kv, :]
+        elif name.endswith("_descale"):
+            out[name] = value[:, kv]
+    return out
+
+
 def causal_mask(seqlen_q: int, seqlen_k: int, device: torch.device | str) -> torch.Tensor:
     """Boolean ``(seqlen_q, seqlen_k)`` mask, True where attention is allowed (bottom-right)."""
     rows = torch.arange(seqlen_q, device=device).unsqueeze(1)

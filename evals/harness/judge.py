@@ -14,11 +14,11 @@ from evals.harness import channel
 from evals.harness.failures import Code, Failure
 from evals.harness.gpu import release_cached_memory
 from evals.harness.judge_time import time_scenario
+from evals.harness.sampled_check import check_sampled
 from evals.harness.scenarios import Scenario
 from evals.harness.session import (
     Session,
     Tally,
-    check_against,
     derive_seed,
     expected,
     note_peak,
@@ -180,12 +180,17 @@ def _check_probe_outputs(
         "after a few rows of k and v were rewritten in place (a cache keyed on a sample of "
         "k and v)",
     ]
-    inputs = target.make_inputs(scenario, seed_b) if outputs else {}
-    for i, (out, how) in enumerate(zip(outputs, hows, strict=False)):
-        if i == 2:  # B's inputs rebuilt (the baseline may have appended to a cache) and edited
-            inputs = target.make_inputs(scenario, seed_b)
-            target.rewrite_kv_part(scenario, inputs, seed_c)
-        failure = check_against(target, scenario, out, inputs)
+    if not outputs:
+        return None
+    # the first two ran on B's inputs: one reference serves both
+    inputs = target.make_inputs(scenario, seed_b)
+    failures = check_sampled(target, scenario, outputs[:2], inputs, seed=derive_seed(seed_c, 0))
+    if len(outputs) > 2:  # B's inputs rebuilt (the baseline may have appended to a cache), edited
+        inputs = target.make_inputs(scenario, seed_b)
+        target.rewrite_kv_part(scenario, inputs, seed_c)
+        block_seed = derive_seed(seed_c, 1)
+        failures += check_sampled(target, scenario, outputs[2:3], inputs, seed=block_seed)
+    for failure, how in zip(failures, hows, strict=False):
         if failure is not None:
             return Failure(Code.STALE_RESULT, f"wrong result {how}: {failure.reason}")
     return None

@@ -15,10 +15,10 @@ from typing import Any
 
 from evals.harness import wall_check
 from evals.harness.failures import Code, Failure
+from evals.harness.sampled_check import check_sampled
 from evals.harness.scenarios import Scenario
 from evals.harness.session import (
     Session,
-    check_against,
     derive_seed,
     note_peak,
     timing_seeds,
@@ -199,7 +199,8 @@ def _check_timed(
             if target.timing.fresh_queries:
                 seed = call_seed(request["rng_seed"], trial, "candidate")
                 target.refill_query(scenario, inputs, seed)
-            failure = check_against(target, scenario, out, inputs)
+            block_seed = derive_seed(session.seed, scenario.id, "timed-block", trial)
+            (failure,) = check_sampled(target, scenario, [out], inputs, seed=block_seed)
             if failure is not None:
                 reason = f"a timed call (trial {trial}, input set {trial % n_sets}) was wrong"
                 return Failure(Code.STALE_RESULT, f"{reason}: {failure.reason}")

@@ -40,8 +40,9 @@ def base_bits(q: torch.Tensor) -> torch.Tensor:
 def make_mask(q: torch.Tensor, seed: int) -> torch.Tensor:
     """``(2 * q.numel(),)`` integers of q's element size, each the sign bit or 0, from ``seed``.
 
-    Drawn on the CPU (the same bits in every process), then moved to q's device; one mask
-    serves every set of a scenario (same size, same seed: made once).
+    Drawn on q's device, where both processes (the same device, the same torch) draw the same
+    bits: a large GPU q's mask drawn by the host took both processes longer than the batches it
+    served. One mask serves every set of a scenario (same size, same seed: made once).
     """
     return _mask(q.numel(), q.element_size(), str(q.device), seed)
 
@@ -50,9 +51,10 @@ def make_mask(q: torch.Tensor, seed: int) -> torch.Tensor:
 def _mask(numel: int, size: int, device: str, seed: int) -> torch.Tensor:
     dtype = _INT_OF_SIZE[size]
     sign = torch.iinfo(dtype).min  # only the top bit set
-    gen = torch.Generator().manual_seed(seed)
-    draws = torch.randint(0, 2, (2 * numel,), generator=gen, dtype=dtype)
-    return draws.mul_(sign).to(device)
+    where = torch.device(device)
+    gen = torch.Generator(device=where).manual_seed(seed)
+    draws = torch.randint(0, 2, (2 * numel,), generator=gen, dtype=dtype, device=where)
+    return draws.mul_(sign)
 
 
 def shifts(seed: int, calls: int, numel: int) -> list[int]:

@@ -78,6 +78,7 @@ def check(
         result.checks[key] = "skipped: the candidate was not timed"
         return None
     t0 = time.monotonic()
+    prepare_s = 0.0
     settings = wall_settings(session.target.device)
     reported = reported_us(device, issue, serial=settings.serial)
     timeout = session.target.limits.call_timeout_s
@@ -105,10 +106,12 @@ def check(
         q_numel=verifier.q_numel,
     )
     try:
+        t_prepare = time.monotonic()  # the worker making its input sets and flips
         session.client.request(
             {"op": "wall", "scenario": scenario.to_json(), "seeds": sets, "mask_seed": mask_seed},
             timeout_s=timeout,
         )
+        prepare_s = time.monotonic() - t_prepare
         try:
             batches, rounds = measure(
                 session.client,
@@ -131,7 +134,7 @@ def check(
         spent = time.monotonic() - t0
         result.seconds["wall_clock"] = result.seconds.get("wall_clock", 0.0) + spent
         session.tally.reference_s += verifier.seconds
-        for part, seconds in verifier.parts.items():
+        for part, seconds in {**verifier.parts, "wall_prepare": prepare_s}.items():
             result.seconds[part] = result.seconds.get(part, 0.0) + seconds
     return _record(session, result, key, batches, rounds, reported, verifier, plan)
 

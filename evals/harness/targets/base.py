@@ -195,6 +195,19 @@ class Target(ABC):
         """
         raise NotImplementedError(f"target {self.name!r} cannot rewrite its keys in place")
 
+    def heads(self, scenario: Scenario) -> tuple[int, int] | None:
+        """(query heads, KV heads) where :meth:`head_block` can cut the inputs, else None."""
+        return None
+
+    def head_block(self, scenario: Scenario, inputs: Inputs, kv: slice) -> tuple[Scenario, Inputs]:
+        """``scenario`` and ``inputs`` restricted to the KV heads ``kv`` and their query heads.
+
+        Views, not copies; query head ``i`` belongs to KV head ``i // group``. The sampled
+        integrity checks (:mod:`evals.harness.sampled_check`) compute their float64 reference
+        on it. Targets whose :meth:`heads` is not None implement it.
+        """
+        raise NotImplementedError(f"target {self.name!r} cannot cut its inputs by heads")
+
     def value_scale(self, scenario: Scenario) -> float:
         """The standard deviation of the scenario's values (v): the accuracy floor's unit."""
         return 1.0

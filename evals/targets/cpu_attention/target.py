@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import platform
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -19,6 +20,7 @@ from evals.harness.attention import (
     attention_bytes,
     attention_flops,
     causal_mask,
+    cut_heads,
     reference_attention,
 )
 from evals.harness.contract_draw import DrawSpace
@@ -188,6 +190,19 @@ class CpuAttention(Target):
         mask = "causal" if causal else "full"
         short = f"{'fp32' if dtype == 'float32' else 'bf16'}-d{d}-q{sq}-k{sk}-h{hkv * group}k{hkv}"
         return f"{short}-{mask}", params
+
+    def heads(self, scenario: Scenario) -> tuple[int, int]:
+        """(query heads, KV heads)."""
+        s = self.shape(scenario)
+        return s.heads_q, s.heads_kv
+
+    def head_block(self, scenario: Scenario, inputs: Inputs, kv: slice) -> tuple[Scenario, Inputs]:
+        """The scenario and inputs of the KV heads ``kv`` and their query heads (views)."""
+        s = self.shape(scenario)
+        group = s.heads_q // s.heads_kv
+        n = kv.stop - kv.start
+        params = {**scenario.params, "heads_q": n * group, "heads_kv": n}
+        return replace(scenario, params=params), cut_heads(inputs, kv, group)
 
     def value_scale(self, scenario: Scenario) -> float:
         """The scenario's ``v_std``."""

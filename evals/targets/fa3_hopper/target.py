@@ -7,10 +7,12 @@ Contract: ``kernels/fa3_hopper/CONTRACT.md``. Suites: 26 dev and 182 full scenar
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import torch
 
+from evals.harness.attention import cut_heads
 from evals.harness.contract_draw import DrawSpace
 from evals.harness.cuda_driver import driver_link_flags
 from evals.harness.gpu import (
@@ -242,6 +244,22 @@ class Fa3Hopper(Target):
             )
         sq, sk = i["q"].shape[1], i["k"].shape[1]
         return lambda: dense(i["q"], i["k"], i["v"], None, None, sq, sk, *tail)
+
+    def heads(self, scenario: Scenario) -> tuple[int, int]:
+        """(query heads, KV heads)."""
+        p = self.params(scenario)
+        return p.heads_q, p.heads_kv
+
+    def head_block(self, scenario: Scenario, inputs: Inputs, kv: slice) -> tuple[Scenario, Inputs]:
+        """The scenario and inputs of the KV heads ``kv`` and their query heads (views).
+
+        fp8 descales are per (batch, KV head), so they are cut with the KV heads.
+        """
+        p = self.params(scenario)
+        group = p.heads_q // p.heads_kv
+        n = kv.stop - kv.start
+        params = {**scenario.params, "heads_q": n * group, "heads_kv": n}
+        return replace(scenario, params=params), cut_heads(inputs, kv, group)
 
     def reference(self, scenario: Scenario, inputs: Inputs) -> torch.Tensor:
         """Float64 attention (of the dequantised inputs for fp8)."""
