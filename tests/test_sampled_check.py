@@ -102,3 +102,18 @@ def test_cut_heads_keeps_each_query_head_with_its_kv_head(case):
     assert torch.equal(cut["k"], inputs["k"][:, :, 2:4])
     assert cut["k_descale"].tolist() == [[2.0, 3.0], [10.0, 11.0]]
     assert cut["causal"] is inputs["causal"]
+
+
+def test_heads_of_another_scale_outside_the_block_pass_when_right(case):
+    # fp8 descales and the probe's rewritten keys give heads and rows of other magnitudes; the
+    # baseline's error scales with them, so a right output must pass whatever block is drawn
+    target, scenario, inputs, _ = case
+    target.rewrite_kv_part(scenario, inputs, 11)
+    inputs["v"][:, :, 5] *= 64
+    right = target.reference(scenario, inputs).to(torch.bfloat16)
+    for seed in range(16):
+        assert check_sampled(target, scenario, [right], inputs, seed=seed) == [None], seed
+    stale = right.clone()
+    stale[:, :, 15:18] = stale[:, :, 15:18].flip(1)  # KV head 5's rows swapped
+    failures = [check_sampled(target, scenario, [stale], inputs, seed=s)[0] for s in range(16)]
+    assert all(f is not None and f.code == Code.INACCURATE for f in failures)
