@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from evals.stats.intervals import geomean
 
 
 def median_times(path: Path, upstream: str) -> dict[str, float]:
@@ -29,11 +30,6 @@ def median_times(path: Path, upstream: str) -> dict[str, float]:
         if stats and not scenario.get("contract"):
             times[scenario["id"]] = float(stats["median_us"])
     return times
-
-
-def geomean(values: list[float]) -> float | None:
-    """Geometric mean, or None for no values."""
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
 
 
 def compare(a: tuple[Path, str], b: tuple[Path, str], control: str | None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import torch
 from evals.harness.contract_draw import drawn_scenarios
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import get_target
+from evals.stats.intervals import geomean
 from evals.targets.fa3_hopper import problem
 
 
@@ -80,7 +81,7 @@ def main() -> int:
         ratio = took / max(flops / rate, 1e-9)
         rows.append({"id": s.id, "reference_ms": took * 1e3, "ratio": ratio})
         print(f"{s.id:60} {took * 1e3:9.2f} ms  {ratio:8.2f}x its matmul time", flush=True)
-    geo = math.exp(sum(math.log(r["ratio"]) for r in rows) / len(rows))
+    geo = geomean([r["ratio"] for r in rows])
     total = sum(r["reference_ms"] for r in rows)
     print(f"float64 matmul {rate / 1e9:.1f} GFLOP/s; references {total:.0f} ms in all; "
           f"geomean {geo:.2f}x their matmul time over {len(rows)}")  # fmt: skip

@@ -35,6 +35,17 @@ def params(**kw):
     return Fa3Params.from_params({**base, **kw})
 
 
+def _drawn(suite, seed):
+    """(target, scenario, params, CPU inputs) of each contract scenario drawn for ``suite``."""
+    from evals.harness import get_target
+    from evals.harness.contract_draw import drawn_scenarios
+
+    target = get_target("fa3_hopper")
+    for scenario in drawn_scenarios(target, suite, seed):
+        p = target.params(scenario)
+        yield target, scenario, p, problem.make_inputs(p, seed=seed, device="cpu")
+
+
 @pytest.mark.parametrize(("sq", "sk"), [(1, 37), (17, 61), (61, 17), (5, 5)])
 def test_prefill_reference_is_bottom_right_causal_with_any_lengths_and_scale(sq, sk):
     p = params(kind="prefill", seqlen_q=sq, seqlen_k=sk, scale=0.37)
@@ -190,13 +201,7 @@ def test_drawn_inputs_meet_fa3s_interface(seed):
     # what FA3's interface checks before it runs: one dtype for q, k, v and the appends,
     # float32 descales per (batch, kv head), int32 lengths; a draw that breaks one of these
     # is a scenario the baseline cannot judge (and honest kernels that follow FA3 refuse)
-    from evals.harness import get_target
-    from evals.harness.contract_draw import drawn_scenarios
-
-    target = get_target("fa3_hopper")
-    for scenario in drawn_scenarios(target, "smoke", seed):
-        p = target.params(scenario)
-        i = problem.make_inputs(p, seed=seed, device="cpu")
+    for _, scenario, p, i in _drawn("smoke", seed):
         key, val = ("k_cache", "v_cache") if p.kind == "kvcache" else ("k", "v")
         appends = [i[n] for n in ("k_new", "v_new") if i.get(n) is not None]
         tensors = [i["q"], i[key], i[val], *appends]
@@ -267,13 +272,7 @@ def _naive_any(p, i):
 def test_the_reference_covers_every_drawn_contract_scenario(seed):
     # integrity III: any heads and groups, rows that see no key (zeros), negative, tiny and
     # large scales, values up to 2^86, fp8 with spread descales, varlen and ragged caches
-    from evals.harness import get_target
-    from evals.harness.contract_draw import drawn_scenarios
-
-    target = get_target("fa3_hopper")
-    for scenario in drawn_scenarios(target, "full", seed):
-        p = target.params(scenario)
-        i = problem.make_inputs(p, seed=seed, device="cpu")
+    for target, scenario, p, i in _drawn("full", seed):
         ref = problem.reference(p, i)
         want = _naive_any(p, i)
         assert torch.isfinite(ref).all(), scenario.id
@@ -289,13 +288,7 @@ def test_the_reference_covers_every_drawn_contract_scenario(seed):
 def test_a_block_of_heads_has_the_reference_of_those_heads(seed):
     # the sampled integrity checks compute the float64 reference of a block of KV heads alone:
     # it must be the whole reference's slice on every drawn kind (fp8 descales cut with it)
-    from evals.harness import get_target
-    from evals.harness.contract_draw import drawn_scenarios
-
-    target = get_target("fa3_hopper")
-    for scenario in drawn_scenarios(target, "full", seed):
-        p = target.params(scenario)
-        i = problem.make_inputs(p, seed=seed, device="cpu")
+    for target, scenario, p, i in _drawn("full", seed):
         whole = problem.reference(p, i)
         group = p.heads_q // p.heads_kv
         for kv in (slice(0, 1), slice(p.heads_kv - 1, p.heads_kv), slice(0, p.heads_kv)):

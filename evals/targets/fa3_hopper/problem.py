@@ -216,7 +216,7 @@ def make_inputs(
 
 
 def _quantize_with(x: torch.Tensor, descale: torch.Tensor) -> torch.Tensor:
-    """fp8 e4m3 of ``x`` (b, s, heads_kv, d) with a given ``descale`` (b, heads_kv), clamped."""
+    """fp8 e4m3 of ``x`` (b, s, heads, d) with a given ``descale`` (b, heads), clamped."""
     return (x.float() / descale[:, None, :, None]).clamp(-FP8_MAX, FP8_MAX).to(FP8)
 
 
@@ -235,9 +235,8 @@ def refill_query(p: Fa3Params, inputs: Mapping[str, Any], seed: int) -> None:
     if not p.fp8:
         q.copy_(fresh)
         return
-    descale = inputs["q_descale"]
-    scale = descale.repeat_interleave(q.shape[2] // descale.shape[1], dim=1)[:, None, :, None]
-    q.copy_((fresh.float() / scale).clamp(-FP8_MAX, FP8_MAX).to(FP8))
+    descale = inputs["q_descale"]  # (b, heads_kv): each query head has its KV head's
+    q.copy_(_quantize_with(fresh, descale.repeat_interleave(q.shape[2] // descale.shape[1], 1)))
 
 
 def _maybe_fp8(p: Fa3Params, gen: torch.Generator, **tensors: torch.Tensor) -> dict[str, Any]:
