@@ -260,6 +260,9 @@ class PassingVerifier:
     def flip_cost(self, calls):
         return 0.0
 
+    def settle(self):
+        pass
+
     def describe(self):
         return f"{self.verified} verified"
 
@@ -766,3 +769,46 @@ def test_a_worker_taken_over_by_its_candidate_cannot_pass_a_tenth_of_its_time(
     assert result.failure is not None and result.failure.code == code, result.failure
     assert text in result.failure.reason, result.failure.reason
     assert result.checks["wall_clock"].startswith("failed: ")
+
+
+class _Forwarding:
+    """A client whose worker side is a real ``WallBatches`` on the CPU target."""
+
+    proc = None
+
+    def __init__(self, right):
+        self.target = get_target("cpu_attention")
+        self.right, self.wall = right, WallBatches(self)
+
+    def prepare(self, inputs):
+        sdpa = self.target.upstream("sdpa").prepare(inputs)
+        return sdpa if self.right else (lambda: inputs["q"] * 2)
+
+    def request(self, header, timeout_s=None):
+        return self.wall.handle(header)
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_batch_outputs_are_checked_after_the_worker_let_its_inputs_go(monkeypatch, right):
+    # a large KV cache must never sit in both processes: the parent keeps the sets' queries
+    # while the batches run and checks the outputs' accuracy once the worker dropped its sets
+    client = _Forwarding(right)
+    session = SimpleNamespace(target=client.target, client=client, seed=1, tally=Tally())
+    checked = []
+    real = wall_verify.check_sampled
+
+    def spy(target, scenario, outs, inputs, *, seed):
+        checked.append(client.wall.sets)
+        return real(target, scenario, outs, inputs, seed=seed)
+
+    monkeypatch.setattr(wall_verify, "check_sampled", spy)
+    result = _result(1e5, 1e5)
+    scenario = _scenario()
+    result.scenario = scenario
+    failure = wall_check.check(session, scenario, result, seeds=[4, 5, 6])
+    assert checked and all(sets == [] for sets in checked)
+    if right:
+        assert failure is None, result.checks["wall_clock"]
+    else:
+        assert failure is not None and failure.code == Code.STALE_RESULT
+        assert "was wrong" in failure.reason

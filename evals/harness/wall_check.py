@@ -130,6 +130,11 @@ def check(
             return failure
         finally:
             session.client.request({"op": "wall", "drop": True}, timeout_s=timeout)
+        try:  # the outputs' accuracy, now that the worker let its inputs go
+            verifier.settle()
+        except WallFailure as exc:
+            result.checks[key] = f"failed: {exc.failure.reason}"
+            return exc.failure
     finally:
         spent = time.monotonic() - t0
         result.seconds["wall_clock"] = result.seconds.get("wall_clock", 0.0) + spent

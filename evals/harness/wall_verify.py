@@ -5,6 +5,9 @@ draws one call at random (from the run's secret seed: the worker cannot know whi
 its output, and requires both that it is the output committed to and that it is right for
 that call's inputs, which the parent rebuilds itself (the timing round's input set and the
 call's flipped q, by the rule the worker follows: :class:`evals.harness.worker_wall.WallBatches`).
+The digest is checked at once; the accuracy once the check's batches are done and the worker
+has let its inputs go (:meth:`BatchVerifier.settle`): a large KV cache is then never held by
+both processes at once, and while the batches run the parent keeps only the sets' queries.
 A process that skipped a fraction f of a batch's calls passes one verified batch with
 probability 1 - f; the first batches of a check are all verified, later ones at random. The
 digests' cost is timed here, on the parent's own copy of the fetched output, and so is
@@ -26,6 +29,7 @@ from evals.harness import query_flips
 from evals.harness.digest import digests as compute_digests
 from evals.harness.digest import matches
 from evals.harness.failures import Code, Failure
+from evals.harness.gpu import release_cached_memory
 from evals.harness.sampled_check import check_sampled
 from evals.harness.scenarios import Scenario
 from evals.harness.session import Session, derive_seed, unpack
@@ -79,6 +83,11 @@ class BatchVerifier:
         self.rng = random.Random(derive_seed(session.seed, scenario.id, "wall-verify", key))
         self.timeout_s = timeout_s
         self.sets: list[Inputs] | None = None
+        self.queries: list[torch.Tensor] | None = None
+        """Each set's q (the parent's copy), kept while the batches run; None before."""
+        self.fresh = False
+        self.pending: list[tuple[int, list[int], torch.Tensor, str]] = []
+        """Fetched outputs whose accuracy :meth:`settle` checks: (call, shifts, output, where)."""
         self.verified = 0
         self.skipped = 0
         self.seconds = 0.0
@@ -94,10 +103,12 @@ class BatchVerifier:
     def __call__(
         self, *, calls: int, shifts: Sequence[int], digest_seed: int, digests: list[str]
     ) -> float:
-        """Fetch and check one random call's output; the digests' cost for ``calls``, seconds.
+        """Fetch one random call's output and check its digest; the digests' cost, seconds.
+
+        Its accuracy is checked later, by :meth:`settle`.
 
         Raises:
-            WallFailure: The output is not the one committed to, or it is wrong.
+            WallFailure: The output is not the one committed to.
         """
         t0 = time.monotonic()
         try:
@@ -115,18 +126,36 @@ class BatchVerifier:
             if not matches(out, digests[index], digest_seed):
                 reason = f"{where} returned another output than the one its batch committed to"
                 raise WallFailure(Failure(Code.STALE_RESULT, reason))
-            inputs = self._inputs(index, shifts)
-            with self._spent("wall_reference"):
-                block_seed = self.rng.getrandbits(62)
-                target = self.session.target
-                (failure,) = check_sampled(target, self.scenario, [out], inputs, seed=block_seed)
-            if failure is not None:
-                reason = f"{where} was wrong: {failure.reason}"
-                raise WallFailure(Failure(Code.STALE_RESULT, reason))
+            self.pending.append((index, list(shifts), out, where))
             self.verified += 1
             with self._spent("wall_digest_timing"):
                 return self._digest_cost(out, calls, digest_seed)
         finally:
+            self.seconds += time.monotonic() - t0
+
+    def settle(self) -> None:
+        """Check each fetched output against its call's inputs, rebuilt here.
+
+        Call once the worker has dropped its inputs.
+
+        Raises:
+            WallFailure: An output is wrong for its call's inputs.
+        """
+        t0 = time.monotonic()
+        try:
+            target = self.session.target
+            for index, shifts, out, where in self.pending:
+                inputs = self._inputs(index, shifts)
+                with self._spent("wall_reference"):
+                    block_seed = self.rng.getrandbits(62)
+                    (failure,) = check_sampled(
+                        target, self.scenario, [out], inputs, seed=block_seed
+                    )
+                if failure is not None:
+                    reason = f"{where} was wrong: {failure.reason}"
+                    raise WallFailure(Failure(Code.STALE_RESULT, reason))
+        finally:
+            self.pending, self.sets = [], None
             self.seconds += time.monotonic() - t0
 
     @contextlib.contextmanager
@@ -146,8 +175,8 @@ class BatchVerifier:
     @property
     def q_numel(self) -> int:
         """Elements of a call's q where the batches flip fresh queries, else 0."""
-        sets = self._sets()
-        return sets[0]["q"].numel() if fresh_queries(self.session.target, sets) else 0
+        queries = self._queries()
+        return queries[0].numel() if self.fresh else 0
 
     def flip_cost(self, calls: int) -> float:
         """Flipping the queries of a batch of ``calls`` as this process does it, seconds.
@@ -170,10 +199,9 @@ class BatchVerifier:
         """:meth:`flip_cost` without the accounting."""
         if self._flip_timings < 3:
             self._flip_timings += 1
-            sets = self._sets()
-            queries = [s["q"].clone() for s in sets]
-            bits = [self._flips(which) for which in range(len(sets))]
-            count = max(8, len(sets))
+            queries = [q.clone() for q in self._queries()]
+            bits = [self._flips(which) for which in range(len(queries))]
+            count = max(8, len(queries))
             offsets = query_flips.shifts(self._flip_timings, count, self.q_numel)
 
             def flips() -> None:
@@ -191,10 +219,21 @@ class BatchVerifier:
                 self.sets = self.session.target.make_timing_inputs(self.scenario, self.seeds)
         return self.sets
 
+    def _queries(self) -> list[torch.Tensor]:
+        """Each set's q; the rest of the sets let go (the worker holds its own meanwhile)."""
+        if self.queries is None:
+            sets = self._sets()
+            self.fresh = fresh_queries(self.session.target, sets)
+            self.queries = [s["q"] for s in sets]
+            self.sets = None
+            if self.queries and self.queries[0].device.type == "cuda":
+                release_cached_memory()
+        return self.queries
+
     def _flips(self, which: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Set ``which``'s base bits and sign mask, made as the worker makes them."""
         if which not in self._masks:
-            q = self._sets()[which]["q"]
+            q = self._queries()[which]
             self._masks[which] = (
                 query_flips.base_bits(q),
                 query_flips.make_mask(q, self.mask_seed),
@@ -203,9 +242,10 @@ class BatchVerifier:
 
     def _inputs(self, index: int, shifts: Sequence[int]) -> Inputs:
         """Call ``index``'s inputs, rebuilt here as the worker built them."""
+        numel = self.q_numel
         sets = self._sets()
         which = index % len(sets)
-        if not self.q_numel:
+        if not numel:
             return sets[which]
         q = sets[which]["q"].clone()
         base, mask = self._flips(which)
