@@ -26,6 +26,7 @@ def test_score_start_and_fast_kernels(tmp_path):
         prov = doc["provenance"]
         assert prov["torch"] and prov["harness_version"] and prov["device"]["name"]
         assert "sdpa" in prov["upstreams"]
+        assert len(prov["source_sha256"]) == 64  # the code that ran, whatever git says
     # score draws a fresh seed each time
     assert start["seed"] != fast["seed"]
     s_start = start["aggregates"]["geomean_speedup"]["sdpa"]

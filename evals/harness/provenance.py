@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import platform
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from evals.harness.targets import Target
 
 HARNESS_VERSION = evals.__version__
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_PACKAGE = Path(evals.__file__).resolve().parent
+_SOURCE_SUFFIXES = frozenset({".py", ".toml", ".json", ".yaml", ".cu", ".cpp", ".h", ".md"})
 
 
 def git_revision(root: Path = _PROJECT_ROOT) -> str | None:
@@ -42,8 +45,25 @@ def git_revision(root: Path = _PROJECT_ROOT) -> str | None:
     return f"{rev}+dirty" if dirty else rev
 
 
+def source_sha256(package: Path = _PACKAGE) -> str:
+    """SHA-256 over the harness package's source files (relative paths and contents).
+
+    Names the code that ran even where the git metadata beside it is stale or absent (a copy
+    of a working tree on a remote machine reported its first commit as ``+dirty``).
+    """
+    digest = hashlib.sha256()
+    files = sorted(
+        p for p in package.rglob("*")
+        if p.suffix in _SOURCE_SUFFIXES and p.is_file() and "__pycache__" not in p.parts
+    )  # fmt: skip
+    for path in files:
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 def collect(target: Target, upstream_versions: dict[str, str]) -> dict[str, Any]:
-    """Device, driver, library versions, harness version and git revision."""
+    """Device, driver, library versions, harness version, git revision and source digest."""
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None  # type: ignore[no-untyped-call]
     return {
         "device": target.describe_device(),
@@ -55,5 +75,6 @@ def collect(target: Target, upstream_versions: dict[str, str]) -> dict[str, Any]
         "platform": platform.platform(),
         "harness_version": HARNESS_VERSION,
         "git_revision": git_revision(),
+        "source_sha256": source_sha256(),
         "timestamp_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
