@@ -26,6 +26,16 @@ def test_a_chatty_worker_keeps_only_the_head_and_the_tail():
     assert log.tail_lines(1)[0].startswith("line 49999")
 
 
+def test_the_tail_is_capped_whatever_the_chunk_sizes():
+    # a pipe read under load can return one chunk larger than the whole tail
+    from io import BytesIO
+
+    log = CappedLog(BytesIO(b"h" * 10 + b"x" * 70_000 + b"\nend\n"), head_bytes=10, tail_bytes=100)
+    log.join()
+    assert log.head == b"h" * 10 and log.text().endswith("x" * 95 + "\nend\n")
+    assert log.dropped == 70_000 + 5 - 100
+
+
 def test_short_output_is_kept_whole():
     proc = subprocess.Popen([sys.executable, "-c", "print('hello'); print('world')"],
                             stdout=subprocess.PIPE)

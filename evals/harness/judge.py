@@ -96,6 +96,7 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
             rule=target.accuracy,
             dtype=dtype,
             value_scale=target.value_scale(scenario),
+            rounding=target.score_rounding(scenario),
         )
         del reference, baseline
         if target.device == "cuda":  # hand the memory back before the worker's next request

@@ -77,7 +77,7 @@ def check_sampled(
     if baseline is None or not bool(torch.isfinite(baseline).all()):
         return check_each(target, scenario, outs, inputs)  # the rounded reference stands in
     dtype = str(spec.dtype).removeprefix("torch.")
-    value_scale = target.value_scale(scenario)
+    value_scale, rounding = target.value_scale(scenario), target.score_rounding(scenario)
     for i, out in enumerate(outs):
         if failures[i] is not None:
             continue
@@ -88,8 +88,9 @@ def check_sampled(
             rule=target.accuracy,
             dtype=dtype,
             value_scale=value_scale,
+            rounding=rounding,
         )
-        absolute = target.accuracy.tolerance(dtype, inside.baseline_error, value_scale)
+        absolute = target.accuracy.tolerance(dtype, inside.baseline_error, value_scale, rounding)
         share = ROW_SHARE[inputs["q"].element_size()]
         failures[i] = inside.failure or _against_baseline(
             out, baseline, target, absolute + inside.baseline_error, share

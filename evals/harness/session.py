@@ -94,6 +94,7 @@ def check_each(
                 rule=target.accuracy,
                 dtype=dtype,
                 value_scale=target.value_scale(scenario),
+                rounding=target.score_rounding(scenario),
             ).failure
     return failures
 

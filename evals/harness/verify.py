@@ -51,6 +51,7 @@ def check_values(
     rule: AccuracyRule,
     dtype: str,
     value_scale: float = 1.0,
+    rounding: float = 0.0,
 ) -> Check:
     """Apply the accuracy rule: no NaN/Inf, and max error <= factor * baseline error + floor.
 
@@ -63,6 +64,7 @@ def check_values(
         rule: The target's accuracy rule.
         dtype: Output dtype name (selects the floor).
         value_scale: The standard deviation of v; the floor is in its units.
+        rounding: Added to the floor (:meth:`Target.score_rounding`).
 
     """
     ref = reference.to(torch.float64)
@@ -74,7 +76,7 @@ def check_values(
         # the output dtype, the error of a correct rounding
         base = ref.to(out.dtype).to(torch.float64)
     base_err = float((base - ref).abs().max())
-    tol = rule.tolerance(dtype, base_err, value_scale)
+    tol = rule.tolerance(dtype, base_err, value_scale, rounding)
     values = out.to(torch.float64)
     finite = torch.isfinite(values)
     nonfinite = int((~finite).sum())
@@ -91,6 +93,6 @@ def check_values(
             Code.INACCURATE,
             f"max abs error {max_err:.3g} at {where} exceeds tolerance {tol:.3g} "
             f"({rule.upstream_factor:g} x {rule.baseline} error {base_err:.3g} "
-            f"+ floor {rule.floors[dtype] * value_scale:.3g})",
+            f"+ floor {rule.floors[dtype] * value_scale + rounding:.3g})",
         )
     return Check(max_err, mean_err, base_err, tol, 0, failure)

@@ -55,6 +55,10 @@ class CappedLog:
             self._tail_size += len(chunk)
             while self._tail and self._tail_size - len(self._tail[0]) >= self._tail_bytes:
                 self._tail_size -= len(self._tail.popleft())
+            excess = self._tail_size - self._tail_bytes
+            if excess > 0:  # a chunk read under load can be larger than the whole tail
+                self._tail[0] = self._tail[0][excess:]
+                self._tail_size -= excess
 
     @property
     def dropped(self) -> int:

@@ -90,13 +90,18 @@ class AccuracyRule:
     floors: Mapping[str, float]
     upstream_factor: float = 2.0
 
-    def tolerance(self, dtype: str, baseline_error: float, value_scale: float = 1.0) -> float:
+    def tolerance(
+        self, dtype: str, baseline_error: float, value_scale: float = 1.0, rounding: float = 0.0
+    ) -> float:
         """Allowed max abs error for ``dtype`` given the baseline's max abs error.
 
         The floor is in units of the values' scale (``value_scale``: the standard deviation of
         v, 1 in every fixed scenario): an output of 1e20 cannot be held to 1e-5 absolute.
+        ``rounding`` is added as it is: what rounding the scores moves an honest output by on
+        the scenario (:meth:`Target.score_rounding`).
         """
-        return self.upstream_factor * baseline_error + self.floors[dtype] * value_scale
+        floor = self.floors[dtype] * value_scale + rounding
+        return self.upstream_factor * baseline_error + floor
 
 
 @dataclass(frozen=True)
@@ -207,6 +212,13 @@ class Target(ABC):
         on it. Targets whose :meth:`heads` is not None implement it.
         """
         raise NotImplementedError(f"target {self.name!r} cannot cut its inputs by heads")
+
+    def score_rounding(self, scenario: Scenario) -> float:
+        """Absolute error the float32 rounding of the scores may add to an honest output.
+
+        0 unless the target models it (its contract draws scores far from unit size).
+        """
+        return 0.0
 
     def value_scale(self, scenario: Scenario) -> float:
         """The standard deviation of the scenario's values (v): the accuracy floor's unit."""

@@ -51,6 +51,9 @@ from evals.harness.targets.base import (
 from evals.harness.timing import PerfCounterTimer, Timer, TimingSettings
 
 NAMESPACE = "kernelseek"
+SCORE_CAP = 10.0
+"""Largest ``|scale| qk_std^2`` the score-rounding term grows with (the term then stays below
+6.2e-4 v_std at d 256; the draws start.cpp failed had 1.5 to 2.6)."""
 ENTRY_POINT = "attention_forward"
 SCHEMA = (
     "attention_forward(Tensor q, Tensor k, Tensor v, bool causal, float softmax_scale) -> Tensor"
@@ -203,6 +206,20 @@ class CpuAttention(Target):
         n = kv.stop - kv.start
         params = {**scenario.params, "heads_q": n * group, "heads_kv": n}
         return replace(scenario, params=params), cut_heads(inputs, kv, group)
+
+    def score_rounding(self, scenario: Scenario) -> float:
+        """``4 u d min(|scale| qk_std^2, SCORE_CAP) v_std``, ``u`` float32's unit roundoff.
+
+        A float32 dot product of q and k over ``d`` elements, summed in order, is off by
+        about ``u d |scale| qk_std^2``, and a score error moves the output by up to the
+        values' spread (a few ``v_std``). Drawn scenarios reach scores of tens where the fixed
+        ones have unit size: an honest kernel summing in order exceeded the rule there (6 of
+        13500 outputs of start.cpp, by up to 3.2x). Capped: far larger scores saturate the
+        softmax, and the term must stay far below the outputs' own size.
+        """
+        s = self.shape(scenario)
+        spread = min(abs(s.softmax_scale) * s.qk_std**2, SCORE_CAP)
+        return 4.0 * 2.0**-24 * s.head_dim * spread * s.v_std
 
     def value_scale(self, scenario: Scenario) -> float:
         """The scenario's ``v_std``."""
