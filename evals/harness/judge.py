@@ -19,6 +19,7 @@ from evals.harness.scenarios import Scenario
 from evals.harness.session import (
     Session,
     Tally,
+    check_output,
     derive_seed,
     expected,
     note_peak,
@@ -26,7 +27,7 @@ from evals.harness.session import (
 )
 from evals.harness.targets.base import Target
 from evals.harness.verdict import ScenarioResult
-from evals.harness.verify import check_meta, check_values
+from evals.harness.verify import check_meta
 from evals.harness.worker_client import WorkerFailure
 
 __all__ = ["PHASES", "Session", "Tally", "derive_seed", "judge_scenario"]
@@ -72,7 +73,6 @@ def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
 def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
     target = session.target
     spec = target.expected_output(scenario)
-    dtype = str(spec.dtype).removeprefix("torch.")
     for i in range(target.inputs_per_scenario):
         input_seed = derive_seed(session.seed, scenario.id, "verify", i)
         out = _run(session, scenario, input_seed, poison="nan", result=result)
@@ -89,15 +89,7 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
         except Exception as exc:  # the harness's own side failed: say so, do not blame the kernel
             reason = f"reference or baseline failed: {type(exc).__name__}: {exc}"
             return Failure(Code.HARNESS_ERROR, reason)
-        check = check_values(
-            out,
-            reference=reference,
-            baseline=baseline,
-            rule=target.accuracy,
-            dtype=dtype,
-            value_scale=target.value_scale(scenario),
-            rounding=target.score_rounding(scenario),
-        )
+        check = check_output(target, scenario, out, reference, baseline)
         del reference, baseline
         if target.device == "cuda":  # hand the memory back before the worker's next request
             note_peak(result, "harness", torch.cuda.max_memory_reserved())

@@ -31,9 +31,9 @@ import torch
 
 from evals.harness.failures import Code, Failure
 from evals.harness.scenarios import Scenario
-from evals.harness.session import check_each
+from evals.harness.session import check_each, check_output
 from evals.harness.targets import Inputs, Target
-from evals.harness.verify import check_meta, check_values
+from evals.harness.verify import check_meta
 
 __all__ = ["BLOCK_SHARE", "ROW_SHARE", "SAMPLE_FROM_FLOPS", "check_sampled"]
 
@@ -76,24 +76,13 @@ def check_sampled(
         baseline = None
     if baseline is None or not bool(torch.isfinite(baseline).all()):
         return check_each(target, scenario, outs, inputs)  # the rounded reference stands in
-    dtype = str(spec.dtype).removeprefix("torch.")
-    value_scale, rounding = target.value_scale(scenario), target.score_rounding(scenario)
+    share = ROW_SHARE[inputs["q"].element_size()]
     for i, out in enumerate(outs):
         if failures[i] is not None:
             continue
-        inside = check_values(
-            out[..., q, :],
-            reference=reference,
-            baseline=baseline[..., q, :],
-            rule=target.accuracy,
-            dtype=dtype,
-            value_scale=value_scale,
-            rounding=rounding,
-        )
-        absolute = target.accuracy.tolerance(dtype, inside.baseline_error, value_scale, rounding)
-        share = ROW_SHARE[inputs["q"].element_size()]
+        inside = check_output(target, scenario, out[..., q, :], reference, baseline[..., q, :])
         failures[i] = inside.failure or _against_baseline(
-            out, baseline, target, absolute + inside.baseline_error, share
+            out, baseline, target, inside.tolerance + inside.baseline_error, share
         )
     return failures
 

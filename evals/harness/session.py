@@ -16,7 +16,7 @@ from evals.harness.gpu import Ceilings
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target
 from evals.harness.verdict import ScenarioResult
-from evals.harness.verify import check_meta, check_values
+from evals.harness.verify import Check, check_meta, check_values
 from evals.harness.worker_client import WorkerClient
 
 
@@ -84,19 +84,29 @@ def check_each(
     if all(f is not None for f in failures):
         return failures
     reference, baseline = expected(target, scenario, inputs)
-    dtype = str(spec.dtype).removeprefix("torch.")
     for i, out in enumerate(outs):
         if failures[i] is None:
-            failures[i] = check_values(
-                out,
-                reference=reference,
-                baseline=baseline,
-                rule=target.accuracy,
-                dtype=dtype,
-                value_scale=target.value_scale(scenario),
-                rounding=target.score_rounding(scenario),
-            ).failure
+            failures[i] = check_output(target, scenario, out, reference, baseline).failure
     return failures
+
+
+def check_output(
+    target: Target,
+    scenario: Scenario,
+    out: torch.Tensor,
+    reference: torch.Tensor,
+    baseline: torch.Tensor | None,
+) -> Check:
+    """The target's accuracy rule on ``out`` for ``scenario`` (its meta already checked)."""
+    return check_values(
+        out,
+        reference=reference,
+        baseline=baseline,
+        rule=target.accuracy,
+        dtype=str(target.expected_output(scenario).dtype).removeprefix("torch."),
+        value_scale=target.value_scale(scenario),
+        rounding=target.score_rounding(scenario),
+    )
 
 
 def expected(
