@@ -1,27 +1,26 @@
 #!/usr/bin/env bash
-# On the H200 (device tool): install whatever wheel folders were carried (.whl: FA3;
-# .whl_inspect1, .whl_inspect2: inspect-ai and its dependencies, too big to travel with FA3 in
-# one call: /tmp/site survives between calls while the machine stays warm), compile bytecode,
-# then run the named steps; everything lands in $OUT/<tag>.tgz (one file back). Usage:
+# On the H200 (device tool): install the FA3 wheel if .whl was carried, collect whatever wheel
+# packs were carried (.whl-pack/N from scripts/device_wheels.py: FA3, FA4 with its CuTe DSL,
+# inspect-ai; /tmp survives between calls while the machine stays warm, and each set is
+# installed once all its files have arrived), compile bytecode, then run the named steps;
+# everything lands in $OUT/<tag>.tgz (one file back). Usage:
 #   bash scripts/device_call.sh TAG STEP...   (steps: gputests-time, devtime, start-dev,
 #   selfcheck-dev, selfcheck-dev2, selfcheck-dev3, start-full, gputests-all, gputests-cheats, gputests-rest,
 #   gputests-static, gputests-honest, gputests-integrity, faster-dev, rows, ncu,
-#   fa4-wheels-1 (with .whl-fa4/1 carried: keep FA4's first part in /tmp/fa4),
-#   fa4-install (with .whl-fa4/2 carried, in the same warm lease: join and install FA4),
 #   fa4-support (which dev/full scenarios and draws FA4 runs here: benchmarks/fa4_support.py),
 #   fa4-dry (fa4_blackwell's dry run on this Hopper GPU: FA4 self-check and start.cu, dev),
-#   fa4-full (start.cu on the fa4 full suite, dry run), fa4-gputests (tests/gpu/test_fa4_dry_run.py);
-#   scripts/fa4_device_wheels.sh makes both folders; gputests-head1/2: the GPU tests of the
-#   honest kernels, the timing cheats and the contract cheats, then start.cu's and the rest;
+#   fa4-full (start.cu on the fa4 full suite, dry run), fa4-gputests (tests/gpu/test_fa4_dry_run.py),
+#   fa4-rows (tasks/fa4_blackwell through Inspect, dry run, a scripted agent replaying start.cu);
+#   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
+#   cheats, then start.cu's, the hostile-process ones and the upstream outliers;
 #   pytest steps stop (printing what failed) at $TEST_LIMIT seconds, default 540)
 set -uo pipefail
 tag=$1; shift
-for wheels in .whl .whl_inspect1 .whl_inspect2; do
-  if compgen -G "$wheels/*.whl" > /dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/site "$wheels"/*.whl || exit 1
-  fi
-done
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+fi
+python3 scripts/device_unpack.py || echo "(a wheel set did not install: the steps that need it will fail)"
 # /tmp/site and what its .pth files add (the CuTe DSL's packages), then the repository
 site_path() { python3 -c "import site, sys; site.addsitedir('/tmp/site'); print(':'.join(p for p in sys.path if p.startswith('/tmp/site')))"; }
 export PYTHONPATH=$(site_path):$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -64,13 +63,6 @@ for step in "$@"; do
         -T score_suite=dev --kernel kernels/fa3_hopper/start.cu \
         --kernel tests/data/fa3_hopper/faster.cu --epochs 2 --out "$work/rows" \
         > "$work/rows.log" 2>&1; echo "rows rc=$?"; tail -15 "$work/rows.log" ;;
-    fa4-wheels-1) mkdir -p /tmp/fa4 && cp .whl-fa4/1/* /tmp/fa4/ && ls /tmp/fa4 | wc -l ;;
-    fa4-install)
-      cp .whl-fa4/2/* /tmp/fa4/ && cat /tmp/fa4/libs.part-* > "/tmp/fa4/$(cat /tmp/fa4/libs.name)" \
-        && rm -f /tmp/fa4/libs.part-* && python3 -m pip install -q --no-index --no-deps \
-          --no-compile --no-cache-dir --target /tmp/site /tmp/fa4/*.whl || exit 1
-      PYTHONPATH=$(site_path):$PWD; export PYTHONPATH
-      python3 -c "import flash_attn.cute; print('flash_attn.cute imports')" 2>&1 | tail -2 ;;
     fa4-support) KERNELSEEK_FA4_ARCH=sm_90a timeout -s INT "${TEST_LIMIT:-540}" python3 \
         benchmarks/fa4_support.py --out "$work/fa4-support.json" --suite dev --suite full \
         --draws 6 > "$work/fa4-support.log" 2>&1; grep -vE '"status": "ok"' "$work/fa4-support.log" | tail -25 ;;
@@ -88,7 +80,11 @@ for step in "$@"; do
         wall_batch_skip or whole_contract" 2>&1 | tee "$work/gputests-head1.log" | tail -25 ;;
     gputests-head2) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu tests/gpu -n 6 \
         -p no:cacheprovider -rfE --durations=20 -k "start_kernel or provenance or dev_shape or \
-        write_escape or driver_function or bad_kernels" 2>&1 | tee "$work/gputests-head2.log" | tail -25 ;;
+        write_escape or driver_function or bad_kernels or outlier" 2>&1 | tee "$work/gputests-head2.log" | tail -25 ;;
+    fa4-rows) KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/inspect_replay.py \
+        --task tasks/fa4_blackwell -T sandbox=local -T score_suite=dev \
+        --kernel kernels/fa4_blackwell/start.cu --epochs 1 --out "$work/fa4-rows" \
+        > "$work/fa4-rows.log" 2>&1; echo "fa4-rows rc=$?"; tail -15 "$work/fa4-rows.log" ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;
     *) echo "unknown step $step" ;;
   esac
