@@ -51,8 +51,8 @@ def _range(name, ts, dur):
     }
 
 
-def _events(*calls, extra=()):
-    """A session of calls, each ``[(name, stream, tid, where), ...]``.
+def _events(*calls, extra=(), kernel_us=3.0):
+    """A session of calls, each ``[(name, stream, tid, where), ...]``; kernels of ``kernel_us``.
 
     Call ``i`` occupies ``[i*SPAN, (i+1)*SPAN)``: harness work (a randn) at +100, the marker
     fill at +300, the call range [+400, +800]. ``where`` is the launch time within the slot:
@@ -91,7 +91,7 @@ def _events(*calls, extra=()):
                 "pid": 0,
                 "tid": stream,
                 "ts": ts + 50,
-                "dur": 3.0,
+                "dur": kernel_us,
                 "args": {"stream": stream, "correlation": corr},
             }
         )
@@ -336,8 +336,8 @@ def _timed(results, median_us):
 def test_each_scenario_gets_timed_like_calls_on_its_timing_seeds_and_all_must_pass():
     # 2 scenarios x 3 calls; scenario 1's second call launches a library GEMM
     calls = [GOOD, GOOD, GOOD, GOOD, [(GEMM, STREAM, TID, "in")], GOOD]
-    summary = summarise(_events(*calls), TID)
-    answer = {"ok": True, "traced": True, "stopped": None, "device_us": {"0": [9.0] * 3}}
+    summary = summarise(_events(*calls, kernel_us=4.5), TID)  # 2 kernels a call: 9 us
+    answer = {"ok": True, "traced": True, "stopped": None}
     session, results = _session(answer, n=2, summary=summary)
     _timed(results, 10.0)
     trace_all(session, results, calls=3)
@@ -354,8 +354,8 @@ def test_each_scenario_gets_timed_like_calls_on_its_timing_seeds_and_all_must_pa
 
 
 def test_traced_calls_much_slower_than_the_timed_median_fail_the_scenario():
-    summary = summarise(_events(GOOD, GOOD, GOOD), TID)
-    answer = {"ok": True, "traced": True, "stopped": None, "device_us": {"0": [400.0] * 3}}
+    summary = summarise(_events(GOOD, GOOD, GOOD, kernel_us=200.0), TID)  # 400 us a call
+    answer = {"ok": True, "traced": True, "stopped": None}
     session, results = _session(answer, n=1, summary=summary)
     _timed(results, 100.0)  # limit: 2 x 100 + 50 = 250 us
     trace_all(session, results, calls=3)
@@ -364,8 +364,8 @@ def test_traced_calls_much_slower_than_the_timed_median_fail_the_scenario():
 
 
 def test_traced_calls_within_the_profilers_overhead_pass():
-    summary = summarise(_events(GOOD, GOOD, GOOD), TID)
-    answer = {"ok": True, "traced": True, "stopped": None, "device_us": {"0": [240.0] * 3}}
+    summary = summarise(_events(GOOD, GOOD, GOOD, kernel_us=120.0), TID)
+    answer = {"ok": True, "traced": True, "stopped": None}
     session, results = _session(answer, n=1, summary=summary)
     _timed(results, 100.0)
     trace_all(session, results, calls=3)
@@ -380,3 +380,12 @@ def test_a_stop_on_a_later_call_of_a_scenario_is_blamed_on_that_scenario():
     trace_all(session, results, calls=3)
     assert not results[1].correct and results[1].failure.code == Code.EXCEPTION
     assert "earlier scenario" in results[2].checks["trace"]
+
+
+def test_a_traced_calls_time_is_its_gpu_work_not_the_host_time_around_it():
+    # each call's range spans 400 us of host time; its two kernels run 3 us each
+    summary = summarise(_events(GOOD, GOOD, GOOD), TID)
+    session, results = _session({"ok": True, "traced": True, "stopped": None}, n=1, summary=summary)
+    _timed(results, 7.5)
+    trace_all(session, results, calls=3)
+    assert results[0].correct and "traced 6.0 us" in results[0].checks["trace"]

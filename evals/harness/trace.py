@@ -90,8 +90,8 @@ class Recorder:
 
     def timed_call(
         self, index: int, fn: Callable[[], object], time_call: Callable[..., Any], spin_us: float
-    ) -> float:
-        """Candidate call ``index`` exactly as the timing loop makes it; its device time (us).
+    ) -> None:
+        """Candidate call ``index`` exactly as the timing loop makes it.
 
         The stream marker first, then ``time_call`` (the timer's flush, spin and events, all
         the harness's own work) around the call, so a traced call looks like a timed one.
@@ -104,7 +104,7 @@ class Recorder:
                 return fn()
 
         with self.harness():
-            return float(time_call(marked, spin_us=spin_us).device_us)
+            time_call(marked, spin_us=spin_us)
 
     def summary(self) -> dict[str, Any]:
         """The session's GPU activities and who launched them (see :func:`summarise`)."""
@@ -121,9 +121,9 @@ def summarise(events: list[dict[str, Any]], caller_tid: int) -> dict[str, Any]:
     Returns:
         ``{"caller_tid", "calls": {index: [start_us, end_us]}, "markers": {index: stream},
         "activities": [...]}`` (indices as strings, JSON-style); each activity has ``cat``,
-        ``name``, ``stream``, ``launch_tid``, ``call`` (the index of the call it was launched
-        in, or None), ``after`` (the latest call begun before its launch, or None) and
-        ``harness`` (launched inside the harness's own work).
+        ``name``, ``stream``, ``dur`` (its device time, us), ``launch_tid``, ``call`` (the
+        index of the call it was launched in, or None), ``after`` (the latest call begun
+        before its launch, or None) and ``harness`` (launched inside the harness's own work).
     """
     ranges: dict[str, list[tuple[float, float]]] = {}
     for e in events:
@@ -154,6 +154,7 @@ def summarise(events: list[dict[str, Any]], caller_tid: int) -> dict[str, Any]:
                 "cat": e["cat"],
                 "name": str(e.get("name", "")),
                 "stream": stream,
+                "dur": float(e.get("dur", 0.0)),
                 "launch_tid": tid,
                 "call": calls.within(t),
                 "after": calls.latest(t),

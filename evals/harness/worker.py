@@ -245,18 +245,15 @@ class Worker:
         on the timing input sets in turn, numbered ``item * calls + j``. They come after all
         timing, so the profiler's residue cannot slow any timed call. A candidate error stops
         the session; the answer names the call it happened on. The summary is the payload
-        (JSON); the header carries each item's device times (``device_us``).
+        (JSON).
         """
         stopped: dict[str, Any] | None = None
         calls = int(req.get("calls", 1))
-        device_us: dict[str, list[float]] = {}
         try:
             with Recorder() as recorder:
                 for item_index, item in enumerate(req["items"]):
                     try:
-                        device_us[str(item_index)] = self._trace_item(
-                            recorder, item, item_index * calls, calls
-                        )
+                        self._trace_item(recorder, item, item_index * calls, calls)
                     except _TraceStop as stop:
                         stopped = stop.record
                         break
@@ -267,17 +264,15 @@ class Worker:
         header = {"ok": True, "traced": summary is not None, "error": error, "stopped": stopped}
         # the summary travels as the payload: for a full suite it outgrows a header
         payload = json.dumps(summary).encode() if summary is not None else b""
-        return {**header, "restart": restart, "device_us": device_us}, payload
+        return {**header, "restart": restart}, payload
 
-    def _trace_item(
-        self, recorder: Recorder, item: dict[str, Any], first: int, calls: int
-    ) -> list[float]:
-        """One item's traced calls, numbered from ``first``; their device times (us)."""
+    def _trace_item(self, recorder: Recorder, item: dict[str, Any], first: int, calls: int) -> None:
+        """One item's traced calls, numbered from ``first``."""
         scenario = Scenario(**item["scenario"])
         with recorder.harness():
             inputs = self.target.make_timing_inputs(scenario, list(item["seeds"]))
             fns = [self.prepare(inp) for inp in inputs]
-        timer, times = self.timer(), []
+        timer = self.timer()
         for j in range(calls):
             index = j % len(fns)
             with recorder.harness():
@@ -285,11 +280,7 @@ class Worker:
                     seed = call_seed(item["rng_seed"], j, "candidate")
                     self.target.refill_query(scenario, inputs[index], seed)
             try:
-                times.append(
-                    recorder.timed_call(
-                        first + j, fns[index], timer.time_call, float(item["spin_us"])
-                    )
-                )
+                recorder.timed_call(first + j, fns[index], timer.time_call, float(item["spin_us"]))
             except Exception as exc:
                 error = exc if isinstance(exc, CandidateError) else candidate_error(exc)
                 record = {"index": first + j, "failure": error.failure.to_json()}
@@ -297,7 +288,6 @@ class Worker:
         with recorder.harness():
             del fns, inputs  # this scenario's inputs, before the next one's
             release_cached_memory()
-        return times
 
     def _probe(self, name: str, inputs: list[Inputs]) -> tuple[list[Callable[[], object]], float]:
         """An upstream's callables, after one call shows it runs this scenario; that call (ms)."""
