@@ -9,6 +9,7 @@
 #   gputests-static, gputests-honest, gputests-integrity, faster-dev, rows, ncu,
 #   fa4-support (which dev/full scenarios and draws FA4 runs here: benchmarks/fa4_support.py),
 #   fa4-dry (fa4_blackwell's dry run on this Hopper GPU: FA4 self-check and start.cu, dev),
+#   fa4-self (the FA4 self-check of fa4-dry alone),
 #   fa4-full (start.cu on the fa4 full suite, dry run), fa4-gputests (tests/gpu/test_fa4_dry_run.py),
 #   fa4-rows (tasks/fa4_blackwell through Inspect, dry run, a scripted agent replaying start.cu);
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
@@ -70,6 +71,9 @@ for step in "$@"; do
       KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/gpu_target.py --target fa4_blackwell \
         --out "$work/fa4-dry" selfcheck-dev start-dev 2>&1 | tee "$work/fa4-dry.log" \
         | grep -E "SUMMARY|NOTE|Error|error" ;;
+    fa4-self)
+      KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/gpu_target.py --target fa4_blackwell \
+        --out "$work/fa4-dry" selfcheck-dev 2>&1 | tee "$work/fa4-self.log" | grep -E "SUMMARY|NOTE|rror" ;;
     fa4-full)
       KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/gpu_target.py --target fa4_blackwell \
         --out "$work/fa4-dry" start-full 2>&1 | tee "$work/fa4-full.log" | grep -E "SUMMARY|NOTE|rror" ;;
