@@ -2,7 +2,7 @@
 
 The H200 device reaches no registry and one `run` call carries at most 64 MiB with the working
 tree, while FA3 (28 MB), FA4 with its CuTe DSL (107 MB) and inspect-ai with its dependencies
-(53 MB) are needed there. This writes `.whl-pack/1`, `.whl-pack/2`, ... (ignored by git), each
+(69 MB) are needed there. This writes `.whl-pack/1`, `.whl-pack/2`, ... (ignored by git), each
 at most `--pack-mb` megabytes, filled in set order (fa3, then fa4, then inspect) and splitting
 a wheel across packs where it does not fit. Each pack holds every set's manifest, so on the
 device `scripts/device_unpack.py` (run by `device_call.sh` at the start of every call) collects
@@ -53,8 +53,9 @@ SETS: dict[str, tuple[list[str], bool, set[str]]] = {
         False,
         set(),
     ),
-    # numpy is in the image; botocore (S3 logs) and debugpy (--debug) are not needed there.
-    "inspect": (["inspect-ai==0.3.285"], True, {"numpy", "botocore", "debugpy"}),
+    # numpy is in the image; debugpy (--debug) is not needed there (botocore is: inspect-ai
+    # imports it at start-up).
+    "inspect": (["inspect-ai==0.3.285"], True, {"numpy", "debugpy"}),
 }
 
 
