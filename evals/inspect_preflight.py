@@ -101,17 +101,28 @@ def _model(args: list[str]) -> str | None:
     return None
 
 
-def _task(args: list[str], target: str) -> str | None:
+def task_args(target: str, values: list[tuple[str, str]]) -> TaskArgs:
+    """``target``'s defaults with the ``-T NAME=VALUE`` pairs applied, validated.
+
+    Raises:
+        TaskArgumentError: An unknown name or a value the task refuses (one line).
+    """
     known = {f.name for f in dataclasses.fields(TaskArgs)}
-    values: dict[str, Any] = {}
-    for name, raw in pairs(args, "-T"):
+    parsed: dict[str, Any] = {}
+    for name, raw in values:
         if name not in known:
-            return f"unknown task argument -T {name}: choose from {', '.join(sorted(known))}"
-        values[name] = _scalar(raw)
+            raise TaskArgumentError(
+                f"unknown task argument -T {name}: choose from {', '.join(sorted(known))}"
+            )
+        parsed[name] = _scalar(raw)
+    args = dataclasses.replace(TARGETS[target].defaults, **parsed)
+    validate(target_settings(target, args))
+    return args
+
+
+def _task(args: list[str], target: str) -> str | None:
     try:
-        defaults = TARGETS[target].defaults
-        settings = target_settings(target, dataclasses.replace(defaults, **values))
-        validate(settings)
+        settings = task_args(target, pairs(args, "-T"))
     except TaskArgumentError as exc:
         return str(exc)
     return docker_problem() if settings.sandbox == "docker" else None

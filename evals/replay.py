@@ -16,7 +16,7 @@ every decision point of the questioner (:mod:`evals.questioner_demo`):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from inspect_ai.log import transcript
 from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model
@@ -56,11 +56,20 @@ def submit_kernel(kernel: str | Path, kernel_file: str) -> list[ModelOutput]:
     return [write_file(Path(kernel).read_text(), kernel_file), tool_call("submit")]
 
 
-def replay_model(outputs: list[ModelOutput]) -> Model:
+def replay_model(
+    outputs: list[ModelOutput], *, then: Literal["raise", "repeat"] = "raise"
+) -> Model:
     """A mockllm model that replays ``outputs`` from the start in each sample.
 
+    Args:
+        outputs: The script.
+        then: Past the script's end: ``raise``, or ``repeat`` its last output (a scripted agent
+            that keeps submitting, for arms that ask more after a submission: a question at
+            a decision point).
+
     Raises:
-        ValueError: (inside a sample) the agent asked for more outputs than the script has.
+        ValueError: (inside a sample, with ``then="raise"``) the agent asked for more outputs
+            than the script has.
     """
     steps: dict[object, int] = {}
 
@@ -68,8 +77,8 @@ def replay_model(outputs: list[ModelOutput]) -> Model:
         sample = transcript()  # one per sample; the key keeps it alive, so no id is reused
         step = steps.get(sample, 0)
         steps[sample] = step + 1
-        if step >= len(outputs):
+        if step >= len(outputs) and then == "raise":
             raise ValueError(f"the script has only {len(outputs)} outputs")
-        return outputs[step].model_copy(deep=True)
+        return outputs[min(step, len(outputs) - 1)].model_copy(deep=True)
 
     return get_model(MODEL, custom_outputs=replay)

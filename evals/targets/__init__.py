@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TargetFolder", "Version", "target_folder", "target_folders"]
+__all__ = ["Cost", "TargetFolder", "Version", "target_folder", "target_folders"]
 
 ROOT = Path(__file__).resolve().parent
 
@@ -35,6 +35,22 @@ class Version:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Cost:
+    """What one run of the target's task costs its device (``[cost]`` of ``target.toml``).
+
+    Attributes:
+        evaluation_s: Device seconds of one harness evaluation on the work suite (build
+            included).
+        score_s: Device seconds of the final score on the score suite (build included).
+        basis: Where the figures were measured.
+    """
+
+    evaluation_s: float
+    score_s: float
+    basis: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class TargetFolder:
     """One target's folder and its ``target.toml``.
 
@@ -45,6 +61,7 @@ class TargetFolder:
             package (``target:Fa3Hopper`` is ``evals.targets.fa3_hopper.target``).
         bench: The ``[bench]`` table: the Inspect layer's descriptor fields.
         versions: The task's version history, oldest first.
+        cost: What a run costs its device (None: not measured), for a study's plan.
     """
 
     name: str
@@ -52,6 +69,7 @@ class TargetFolder:
     harness: str
     bench: Mapping[str, Any]
     versions: tuple[Version, ...]
+    cost: Cost | None = None
 
     @property
     def version(self) -> int:
@@ -82,8 +100,14 @@ def _load(path: Path) -> TargetFolder:
         raise ValueError(f"{path}/target.toml: versions must run 1, 2, ... (got {numbers})")
     if ":" not in doc["harness"]:
         raise ValueError(f"{path}/target.toml: harness must be 'module:Class'")
+    cost = Cost(**doc["cost"]) if "cost" in doc else None
     return TargetFolder(
-        name=path.name, path=path, harness=doc["harness"], bench=doc["bench"], versions=versions
+        name=path.name,
+        path=path,
+        harness=doc["harness"],
+        bench=doc["bench"],
+        versions=versions,
+        cost=cost,
     )
 
 

@@ -1,0 +1,153 @@
+"""The study command: its plan, its bad inputs, its tasks and how it runs and resumes."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from evals.bench.targets import TARGETS
+from evals.study import StudyPlan, StudyPlanError, run_study, study_tasks
+from evals.study import run as study_run
+from evals.study.__main__ import main
+
+ROOT = Path(__file__).resolve().parents[1]
+START = ROOT / "kernels" / "cpu_attention" / "start.cpp"
+
+
+def _plan(tmp_path: Path, **changes: object) -> StudyPlan:
+    fields: dict[str, object] = {
+        "target": "cpu_attention",
+        "arms": ("kernel_agent", "kernelseek_bank"),
+        "models": ("mockllm/model",),
+        "epochs": 3,
+        "task_args": TARGETS["cpu_attention"].defaults,
+        "log_dir": tmp_path / "logs",
+    }
+    return StudyPlan(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+def test_the_plan_counts_runs_device_hours_and_tokens(tmp_path):
+    args = dataclasses.replace(TARGETS["cpu_attention"].defaults, evaluations=10)
+    plan = _plan(tmp_path, task_args=args, models=("a/b", "c/d"))
+    cost = TARGETS["cpu_attention"].folder.cost
+    assert cost is not None and plan.runs == 2 * 2 * 3
+    assert plan.device_hours() == pytest.approx(12 * (10 * cost.evaluation_s + cost.score_s) / 3600)
+    assert plan.agent_tokens() == 12 * args.message_limit * plan.tokens_per_message
+    limited = _plan(tmp_path, task_args=dataclasses.replace(args, token_limit=1000))
+    assert limited.agent_tokens() == 6 * 1000
+    text = "\n".join(plan.lines())
+    assert "12 runs" in text and "cpu-hours" in text and "assumed 3,000 a message" in text
+    assert str(tmp_path / "logs") in text and "resume" in text
+
+
+def test_every_target_states_what_its_runs_cost():
+    for target in TARGETS.values():
+        cost = target.folder.cost
+        assert cost is not None and cost.evaluation_s > 0 and cost.score_s > 0, target.name
+        assert "results/measurements" in cost.basis
+
+
+@pytest.mark.parametrize(
+    ("changes", "text"),
+    [
+        ({"target": "nope"}, "unknown task 'nope'"),
+        ({"arms": ("kernel_agent", "nope")}, "unknown arm ['nope']"),
+        ({"arms": ()}, "unknown arm"),
+        ({"arms": ("kernel_agent", "kernel_agent")}, "named twice"),
+        ({"models": ()}, "needs a model"),
+        ({"epochs": 0}, "epochs >= 1"),
+    ],
+)
+def test_a_bad_plan_is_one_line(tmp_path, changes, text):
+    with pytest.raises(StudyPlanError, match=None) as info:
+        _plan(tmp_path, **changes)
+    assert text in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "text"),
+    [
+        (["nope", "--arm", "kernel_agent", "--model", "a/b"], "unknown task 'nope'"),
+        (["cpu_attention", "--arm", "x", "--model", "a/b"], "unknown arm"),
+        (["cpu_attention", "--arm", "kernel_agent", "--model", "a/b", "-T", "suite=zz"], "zz"),
+        (["cpu_attention", "--arm", "kernel_agent", "--model", "a/b", "-T", "bogus=1"], "bogus"),
+        (["cpu_attention", "--arm", "kernel_agent", "--model", "a/b", "-T", "x"], "NAME=VALUE"),
+        (["cpu_attention", "--arm", "kernel_agent", "--replay", "no.cpp"], "no such file"),
+        (["cpu_attention", "--arm", "kernel_agent", "--model", "a/b", "--replay", str(START)],
+         "no --model"),
+    ],
+)
+def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys, argv, text):
+    assert main([*argv, "--log-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and text in err and "\n" not in err
+
+
+def test_plan_only_prints_the_plan_and_runs_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(study_run, "eval_set", lambda **kw: pytest.fail("ran"))
+    argv = ["cpu_attention", "--arm", "kernel_agent", "--replay", str(START), "--epochs", "2"]
+    assert main([*argv, "--log-dir", str(tmp_path / "l"), "--plan-only"]) == 0
+    out = capsys.readouterr().out
+    assert "1 arms x 1 models x 2 epochs = 2 runs" in out and "mockllm/model" in out
+
+
+def test_each_arm_is_a_task_of_the_target_with_that_solver(tmp_path):
+    tasks = study_tasks(_plan(tmp_path))
+    assert [t.name for t in tasks] == ["cpu_attention", "cpu_attention"]
+    assert [t.metadata["study_arm"] for t in tasks] == ["kernel_agent", "kernelseek_bank"]
+    assert tasks[0].solver is not tasks[1].solver
+    assert all(t.metadata["settings"]["target"] == "cpu_attention" for t in tasks)
+
+
+def _fake_eval_set(success: bool, calls: list[dict]):
+    def fake(**kwargs):
+        calls.append(kwargs)
+        return success, []
+
+    return fake
+
+
+def test_an_incomplete_study_builds_nothing_and_says_how_to_resume(tmp_path, monkeypatch):
+    calls: list[dict] = []
+    monkeypatch.setattr(study_run, "eval_set", _fake_eval_set(False, calls))
+    built: list[list[str]] = []
+    plan = _plan(tmp_path)
+    result = run_study(plan, build=lambda argv: built.append(argv) or 0)
+    assert not result.complete and not result.built and built == []
+    (call,) = calls
+    assert call["log_dir"] == str(plan.log_dir) and call["epochs"] == 3
+    assert call["model"] == ["mockllm/model"] and len(call["tasks"]) == 2
+    assert call["metadata"]["study"]["arms"] == ["kernel_agent", "kernelseek_bank"]
+
+
+def test_a_complete_study_builds_the_dataset_then_the_leaderboard(tmp_path, monkeypatch):
+    monkeypatch.setattr(study_run, "eval_set", _fake_eval_set(True, []))
+    built: list[list[str]] = []
+    plan = _plan(tmp_path)
+    result = run_study(plan, build=lambda argv: built.append(argv) or 0)
+    assert result.complete and result.built
+    assert [argv[0] for argv in built] == ["build", "leaderboard"]
+    assert built[0][1] == str(plan.log_dir) and built[0][3] == str(result.dataset)
+    assert result.dataset.name == "logs-dataset" and result.leaderboard.name == "logs-leaderboard"
+
+
+def test_a_dataset_that_cannot_be_built_is_not_reported_built(tmp_path, monkeypatch):
+    monkeypatch.setattr(study_run, "eval_set", _fake_eval_set(True, []))
+    result = run_study(_plan(tmp_path), build=lambda argv: 3)
+    assert result.complete and not result.built
+
+
+@pytest.mark.slow
+def test_a_replayed_study_runs_resumes_and_builds_its_results(tmp_path):
+    logs = tmp_path / "logs"
+    argv = ["cpu_attention", "--arm", "kernel_agent", "--arm", "kernelseek_bank", "--epochs", "1",
+            "--replay", str(START), "-T", "suite=smoke", "-T", "score_suite=smoke",
+            "--log-dir", str(logs)]
+    assert main(argv) == 0
+    logs_after_first = sorted(logs.glob("*.eval"))
+    assert len(logs_after_first) == 2
+    assert main(argv) == 0  # complete: the second run finds every task done
+    assert sorted(logs.glob("*.eval")) == logs_after_first
+    assert (tmp_path / "logs-leaderboard" / "README.md").is_file()
