@@ -7,6 +7,10 @@ stdin. Nothing is read from the agent's workspace, so a planted or stale ``score
 blocked temporary path are never taken for a verdict. Each verdict is then checked: the exit
 status agrees with the verdict's status, the schema is the harness's, and ``kernel.sha256`` is
 the hash of the kernel the caller read before the run.
+
+A GPU target in the local sandbox runs on a GPU leased from the host's pool
+(:mod:`evals.bench.gpu_pool`): concurrent samples each get their own GPU, named to the harness
+by ``CUDA_VISIBLE_DEVICES``, and wait for one when every GPU is leased.
 """
 
 from __future__ import annotations
@@ -15,14 +19,17 @@ import hashlib
 import json
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from inspect_ai.log import transcript
 from inspect_ai.util import sandbox, store
 
 from evals.bench.faults import ENVIRONMENT, HARNESS, verdict_fault
+from evals.bench.gpu_pool import Gpu, PoolBusyError, gpu_lease_async
 from evals.bench.settings import TaskSettings
+from evals.bench.targets import bench_target
 
 RESULTS_DIR = ".kernelseek"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding this `evals`
@@ -61,6 +68,8 @@ class HarnessRun:
         kernel_sha256: Hash of the kernel file read just before the run.
         fault: Set when the run failed for a reason not the candidate's (the environment's
             or the harness's): the reason with its prefix (:mod:`evals.bench.faults`).
+        gpu: The GPU leased for the run (its UUID, else its index; :mod:`evals.bench.gpu_pool`),
+            or None when none was (not a GPU target, not the local sandbox, an empty pool).
     """
 
     returncode: int
@@ -69,6 +78,7 @@ class HarnessRun:
     error: str | None = None
     kernel_sha256: str | None = None
     fault: str | None = None
+    gpu: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -127,16 +137,32 @@ async def read_verdict(command: Literal["check", "bench", "score"]) -> dict[str,
     return last_verdict(command)
 
 
-def harness_env(settings: TaskSettings) -> dict[str, str] | None:
+def harness_env(settings: TaskSettings, gpu: Gpu | None = None) -> dict[str, str] | None:
     """In the local sandbox, the harness imports the same ``evals`` as the Inspect process.
 
     (Without it, ``-P`` resolves ``evals`` through site-packages, which may be another
-    checkout's editable install.) Container sandboxes use their image's install.
+    checkout's editable install.) Container sandboxes use their image's install. A leased
+    ``gpu`` is the only one the harness sees (``CUDA_VISIBLE_DEVICES``).
     """
     if settings.sandbox != "local":
         return None
     paths = [str(PACKAGE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    return {"PYTHONPATH": os.pathsep.join(paths)}
+    return {"PYTHONPATH": os.pathsep.join(paths), **(gpu.env() if gpu is not None else {})}
+
+
+def leases_gpu(settings: TaskSettings) -> bool:
+    """Whether the harness runs on a GPU leased from the pool: a GPU target, local sandbox.
+
+    Container sandboxes get their GPU from the scheduler or the engine: k8s gives each sample's
+    pod its own (``nvidia.com/gpu: 1``); Docker maps the compose files' ``count: 1`` to GPU 0
+    in every container (pin others with ``device_ids``).
+    """
+    return settings.sandbox == "local" and bench_target(settings.target).device == "gpu"
+
+
+def _note(event: str | dict[str, Any]) -> None:
+    """Log a lease (which GPU a run got) or a wait for one into the sample's transcript."""
+    transcript().info({"gpu_pool": event}, source="kernelseek")
 
 
 def harness_argv(
@@ -174,17 +200,40 @@ async def run_harness(
 ) -> HarnessRun:
     """Run the harness's ``command`` on the workspace kernel and check its verdict; never raises."""
     remember(command, None)  # a run without a verdict leaves none behind, never a stale one
-    sb = sandbox()
     source = await _read_kernel(settings)
     if isinstance(source, HarnessRun):
         return source
     sha = hashlib.sha256(source).hexdigest()
+    if not leases_gpu(settings):
+        return await _exec(settings, command, suite=suite, timeout=timeout, sha=sha, gpu=None)
+    what = f"{command} {settings.target} (pid {os.getpid()})"
+    try:  # waits at most `timeout` for a GPU, then the run gets its own `timeout`
+        async with gpu_lease_async(what=what, timeout_s=timeout, notify=_note) as gpu:
+            if gpu is not None:
+                _note({"command": command, "index": gpu.index, "uuid": gpu.uuid})
+            run = await _exec(settings, command, suite=suite, timeout=timeout, sha=sha, gpu=gpu)
+    except (PoolBusyError, OSError) as exc:  # a pool folder it cannot write is the machine's
+        busy = f"no GPU leased: {type(exc).__name__}: {exc}"
+        return HarnessRun(-1, "", None, busy, sha, f"{ENVIRONMENT} {busy}")
+    return run if gpu is None else replace(run, gpu=gpu.uuid or str(gpu.index))
+
+
+async def _exec(
+    settings: TaskSettings,
+    command: Literal["check", "bench", "score"],
+    *,
+    suite: str,
+    timeout: int,
+    sha: str,
+    gpu: Gpu | None,
+) -> HarnessRun:
+    """Run the harness in the sandbox (on ``gpu`` when one is leased); never raises."""
     nonce = f"KERNELSEEK-VERDICT-{secrets.token_hex(16)}"
     try:
-        result = await sb.exec(
+        result = await sandbox().exec(
             harness_argv(settings, command, suite),
             input=nonce + "\n",
-            env=harness_env(settings),
+            env=harness_env(settings, gpu),
             timeout=timeout,
         )
     except TimeoutError:  # every request of the candidate has its own, shorter, limit

@@ -25,6 +25,7 @@ KEPT_VARIABLES = frozenset(
         "TMPDIR",
         "TERM",
         "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",  # with an index in CUDA_VISIBLE_DEVICES: the same GPU everywhere
         "NVIDIA_VISIBLE_DEVICES",
         "NCCL_NVLS_ENABLE",
         "TORCH_SYMM_MEM_DISABLE_MULTICAST",
