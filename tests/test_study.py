@@ -151,3 +151,21 @@ def test_a_replayed_study_runs_resumes_and_builds_its_results(tmp_path):
     assert main(argv) == 0  # complete: the second run finds every task done
     assert sorted(logs.glob("*.eval")) == logs_after_first
     assert (tmp_path / "logs-leaderboard" / "README.md").is_file()
+
+
+def test_a_resumed_study_counts_each_run_once(tmp_path):
+    from types import SimpleNamespace
+
+    from evals.results.rows import log_paths, superseding
+
+    def log(task_id: str, status: str, created: str) -> SimpleNamespace:
+        header = SimpleNamespace(task_id=task_id, created=created)
+        return SimpleNamespace(status=status, eval=header)
+
+    killed = log("a", "started", "2026-12-03T00:15")  # its finished samples ran again
+    retried = log("a", "success", "2026-12-03T00:19")
+    other = log("b", "error", "2026-12-03T00:15")
+    assert superseding([killed, other, retried]) == [other, retried]
+    for name in ("x.eval", "eval-set.json", "logs.json", "y.json"):
+        (tmp_path / name).write_text("{}")
+    assert [p.name for p in log_paths([tmp_path])] == ["x.eval", "y.json"]

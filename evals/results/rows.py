@@ -159,22 +159,46 @@ def sample_row(log: EvalLog, sample: EvalSample) -> dict[str, Any]:
     }
 
 
+NOT_LOGS = frozenset({"eval-set.json", "logs.json"})
+"""JSON files Inspect writes beside logs: an eval set's manifest and a folder's listing."""
+
+
 def log_paths(paths: list[Path]) -> list[Path]:
     """Every ``.eval`` / ``.json`` log under the given files and folders, sorted."""
     found: list[Path] = []
     for p in paths:
         if p.is_dir():
-            found += [q for q in p.rglob("*") if q.suffix in (".eval", ".json") and q.is_file()]
+            found += [
+                q
+                for q in p.rglob("*")
+                if q.suffix in (".eval", ".json") and q.is_file() and q.name not in NOT_LOGS
+            ]
         else:
             found.append(p)
     return sorted(set(found))
 
 
+def superseding(logs: list[EvalLog]) -> list[EvalLog]:
+    """One log per task run: a retry (same ``task_id``, as an eval set's) supersedes the rest.
+
+    An interrupted eval leaves a log whose finished samples its retry runs again; both read
+    would count those samples twice. Of the logs of one ``task_id`` the complete one is kept,
+    else the latest.
+    """
+    best: dict[str, EvalLog] = {}
+    for log in logs:
+        kept = best.get(log.eval.task_id)
+        rank = (log.status == "success", log.eval.created)
+        if kept is None or rank > (kept.status == "success", kept.eval.created):
+            best[log.eval.task_id] = log
+    return [log for log in logs if best[log.eval.task_id] is log]
+
+
 def read_rows(paths: list[Path]) -> list[dict[str, Any]]:
     """Rows of every sample of every log under ``paths``; logs of other tasks are skipped."""
+    logs = [read_eval_log(str(path)) for path in log_paths(paths)]
     rows = []
-    for path in log_paths(paths):
-        log = read_eval_log(str(path))
+    for log in superseding(logs):
         if not log.samples or not (log.eval.metadata or {}).get("settings"):
             continue
         rows += [sample_row(log, s) for s in log.samples]
