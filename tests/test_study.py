@@ -77,6 +77,7 @@ def test_a_bad_plan_is_one_line(tmp_path, changes, text):
         (["cpu_attention", "--arm", "kernel_agent", "--replay", "no.cpp"], "no such file"),
         (["cpu_attention", "--arm", "kernel_agent", "--model", "a/b", "--replay", str(START)],
          "no --model"),
+        (["cpu_attention", "--arm", "kernel_agent", "--model", "gpt-5"], "names no provider"),
     ],
 )
 def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys, argv, text):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from evals.bench.targets import TARGETS
 from evals.bench.validate import TaskArgumentError
-from evals.inspect_preflight import task_args
+from evals.inspect_preflight import preflight, task_args
 from evals.study.plan import StudyPlan, StudyPlanError
 
 EXIT_INCOMPLETE = 1
@@ -74,6 +74,13 @@ def make_plan(args: argparse.Namespace) -> StudyPlan:
         targs = task_args(args.target, pairs)
     except TaskArgumentError as exc:
         raise StudyPlanError(str(exc)) from None
+    # the checks `python -m evals.inspect_cli eval` makes: a model's provider and its package,
+    # a docker sandbox's engine (the arms are checked by the plan)
+    flags = [flag for name, value in pairs for flag in ("-T", f"{name}={value}")]
+    for model in models:
+        problem = preflight(["eval", f"tasks/{args.target}", "--model", model, *flags])
+        if problem is not None:
+            raise StudyPlanError(problem)
     return StudyPlan(
         target=args.target,
         arms=tuple(args.arm),
