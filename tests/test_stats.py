@@ -61,6 +61,9 @@ def test_permutation_test_rule_and_its_floors():
     assert permutation_test([5, 6, 7, 8, 9], [1, 2, 3]) == pytest.approx(1 / 56)
     assert min_p(5, 3) == pytest.approx(1 / 56) and min_p(3, 3) == pytest.approx(0.1)
     assert permutation_test([1.0, 1.1], [1.0, 1.1]) == 1.0
+    # one run in an arm (a study of one epoch): enumerated, as min_p says, never an error
+    assert permutation_test([2.0], [1.0]) == 1.0
+    assert permutation_test([9.0], [1, 2, 3]) == pytest.approx(min_p(1, 3)) == pytest.approx(0.25)
     assert permutation_floor(0.05) == 4 and permutation_floor(0.1) == 3
     assert permutation_floor(0.05 / 3) == 5  # 4 per arm: 3 x 2/70 = 0.086 > 0.05
 

@@ -11,6 +11,7 @@ can be half scipy's default (twice the smaller one-sided p): 5 runs against 3 re
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -72,6 +73,8 @@ def permutation_test(
     la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     if len(la) == 0 or len(lb) == 0:
         return 1.0
+    if min(len(la), len(lb)) < 2:  # scipy wants two runs an arm: enumerate the few splits
+        return _exact_p(la, lb)
 
     def gap(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.asarray(np.abs(np.mean(x, axis=axis) - np.mean(y, axis=axis)))
@@ -87,6 +90,19 @@ def permutation_test(
         rng=np.random.default_rng(seed),
     )
     return float(res.pvalue)
+
+
+def _exact_p(la: np.ndarray, lb: np.ndarray) -> float:
+    """The exact permutation p of the module's rule, by enumerating every split (small arms)."""
+    pooled, n_a = np.concatenate([la, lb]), len(la)
+    observed = abs(float(la.mean() - lb.mean()))
+    gaps = []
+    for chosen in itertools.combinations(range(len(pooled)), n_a):
+        mask = np.zeros(len(pooled), bool)
+        mask[list(chosen)] = True
+        gaps.append(abs(float(pooled[mask].mean() - pooled[~mask].mean())))
+    # a relative tolerance, as scipy's, so that ties in floating point count as ties
+    return float(np.mean(np.asarray(gaps) >= observed * (1 - 1e-12)))
 
 
 def min_p(n_a: int, n_b: int, *, resamples: int = PERMUTATIONS) -> float:
