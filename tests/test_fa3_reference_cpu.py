@@ -296,4 +296,10 @@ def test_a_block_of_heads_has_the_reference_of_those_heads(seed):
             assert target.heads(sub_scenario) == ((kv.stop - kv.start) * group, kv.stop - kv.start)
             block = problem.reference(target.params(sub_scenario), sub)
             q_heads = slice(kv.start * group, kv.stop * group)
-            assert torch.equal(block, whole[..., q_heads, :]), (scenario.id, kv)
+            want = whole[..., q_heads, :]
+            # float64 rounding only: a matmul over fewer heads may take another BLAS path
+            # (seen under load), so bit-for-bit equality is not the contract
+            scale = float(want.abs().max()) or 1.0
+            assert torch.equal(block.isnan(), want.isnan()), (scenario.id, kv)
+            gap = (block - want).nan_to_num().abs().max()
+            assert float(gap) <= 1e-12 * scale, (scenario.id, kv, float(gap), scale)
