@@ -16,7 +16,15 @@ from inspect_ai.util import ExecResult
 
 from evals.bench import gpu_pool, harness_exec
 from evals.bench.faults import ENVIRONMENT
-from evals.bench.gpu_pool import GPUS_ENV, POOL_DIR_ENV, Gpu, PoolBusyError, gpu_lease, pool_gpus
+from evals.bench.gpu_pool import (
+    GPUS_ENV,
+    POOL_DIR_ENV,
+    SHARE_ENV,
+    Gpu,
+    PoolBusyError,
+    gpu_lease,
+    pool_gpus,
+)
 from evals.bench.settings import TaskSettings
 from tests.helpers import ROOT
 
@@ -38,8 +46,9 @@ with gpu_lease(what="test child") as gpu:
 
 @pytest.fixture
 def pool(tmp_path, monkeypatch):
-    """Two fake GPUs, a private pool folder, fast polling; returns the children's environment."""
+    """Two fake GPUs, one run each, a private pool folder, fast polling; the children's env."""
     monkeypatch.setenv(GPUS_ENV, "0,1")
+    monkeypatch.setenv(SHARE_ENV, "1")
     monkeypatch.setenv(POOL_DIR_ENV, str(tmp_path / "pool"))
     monkeypatch.setattr(gpu_pool, "POLL_S", 0.01)
     return dict(os.environ)
@@ -110,6 +119,33 @@ def test_a_released_gpu_is_reused_first_free_first(pool):
             assert b == Gpu(index=1, uuid=None)
     with gpu_lease(what="c") as c:
         assert c == a
+
+
+def test_a_gpu_is_shared_only_once_every_gpu_has_a_run(pool, monkeypatch):
+    monkeypatch.setenv(SHARE_ENV, "2")
+    holders = [Holder() for _ in range(4)]
+    for holder in holders:
+        holder.start()
+        holder.held()  # in order: each lease sees the ones before it
+    keys = [h.gpu.key for h in holders]
+    assert sorted(keys[:2]) == ["gpu-index-0", "gpu-index-1"]  # first one run per GPU
+    assert sorted(keys[2:]) == ["gpu-index-0", "gpu-index-1"]  # then the second runs
+    told = []
+    fifth = Holder(notify=told.append)
+    fifth.start()
+    assert holders[1].leased.is_set() and not fifth.leased.wait(0.3)  # 2 x 2 leased: it waits
+    holders[1].release.set()
+    assert fifth.held() == holders[1].gpu and "fully leased" in told[0]
+    for holder in (*holders, fifth):
+        holder.release.set()
+        holder.join(LONG)
+
+
+@pytest.mark.parametrize("share", ["0", "-1", "two", "1.5"])
+def test_a_bad_share_is_refused_in_one_line(pool, monkeypatch, share):
+    monkeypatch.setenv(SHARE_ENV, share)
+    with pytest.raises(ValueError, match=SHARE_ENV), gpu_lease(what="x"):
+        pass
 
 
 def test_separate_processes_get_different_gpus(pool):

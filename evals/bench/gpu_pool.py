@@ -9,6 +9,12 @@ when it ends. A lease is an exclusive ``flock`` on the GPU's file in ``$KERNELSE
 holder. The pool: ``$KERNELSEEK_GPUS`` (comma-separated nvidia-smi indices or UUIDs), else all of
 nvidia-smi's GPUs; empty (nothing changes) without nvidia-smi, a GPU, or when
 ``CUDA_VISIBLE_DEVICES`` already pins the devices.
+
+A GPU is shared only when every GPU of the pool already has a run: the next lease goes to a
+least-leased GPU, up to ``$KERNELSEEK_GPU_SHARE`` runs per GPU (default
+:data:`DEFAULT_SHARE`), and waits beyond that. A lease spans the whole harness run, build
+included, so sharing is what lets one run build (on the CPU) while another measures; the
+harness's device lock still admits one measurement at a time per GPU.
 """
 
 from __future__ import annotations
@@ -27,10 +33,21 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-__all__ = ["GPUS_ENV", "POOL_DIR_ENV", "Gpu", "PoolBusyError", "gpu_lease", "gpu_lease_async"]
+__all__ = [
+    "GPUS_ENV",
+    "POOL_DIR_ENV",
+    "SHARE_ENV",
+    "Gpu",
+    "PoolBusyError",
+    "gpu_lease",
+    "gpu_lease_async",
+    "pool_share",
+]
 
 GPUS_ENV = "KERNELSEEK_GPUS"
 POOL_DIR_ENV = "KERNELSEEK_GPU_POOL_DIR"
+SHARE_ENV = "KERNELSEEK_GPU_SHARE"
+DEFAULT_SHARE = 8  # harness runs per GPU at most; beyond, a run waits for a lease
 POLL_S = 0.2  # seconds between attempts while every GPU is leased
 QUERY = ("nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader")
 Notify = Callable[[str], None]
@@ -104,10 +121,31 @@ def pool_gpus() -> tuple[Gpu, ...]:
     return tuple(dict.fromkeys(gpus))
 
 
+def pool_share() -> int:
+    """Harness runs per GPU at most: ``$KERNELSEEK_GPU_SHARE`` (a positive integer) or the default.
+
+    Raises:
+        ValueError: The variable is set to something else (one line, naming it).
+    """
+    found = os.environ.get(SHARE_ENV, "").strip()
+    if not found:
+        return DEFAULT_SHARE
+    if not found.isdigit() or int(found) < 1:
+        raise ValueError(f"{SHARE_ENV}={found!r}: expected a positive integer (runs per GPU)")
+    return int(found)
+
+
+def _slots(gpus: tuple[Gpu, ...], share: int) -> Iterator[tuple[str, Gpu]]:
+    """Lease files in order of preference: every GPU's first slot, then every second one, ..."""
+    for slot in range(share):
+        for gpu in gpus:
+            yield (f"{gpu.key}.lease" if slot == 0 else f"{gpu.key}.{slot}.lease"), gpu
+
+
 def _take(folder: Path, gpus: tuple[Gpu, ...], what: str) -> tuple[int, Gpu] | None:
-    """Lease the first free GPU: (the locked lease file's descriptor, the GPU), or None."""
-    for gpu in gpus:
-        fd = os.open(folder / f"{gpu.key}.lease", os.O_RDWR | os.O_CREAT, 0o666)
+    """Lease a least-leased GPU: (the locked lease file's descriptor, the GPU), or None."""
+    for name, gpu in _slots(gpus, pool_share()):
+        fd = os.open(folder / name, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.ftruncate(fd, 0)
@@ -142,7 +180,7 @@ def _attempts(
         if timeout_s is not None and waited > timeout_s:
             raise PoolBusyError(f"no GPU of {len(gpus)} came free within {waited:.0f} s")
         if not waiting:
-            said(f"waiting for a free GPU: all {len(gpus)} of the pool are leased")
+            said(f"waiting for a free GPU: all {len(gpus)} of the pool are fully leased")
             waiting = True
         yield None
     if waiting:
@@ -162,7 +200,8 @@ def gpu_lease(
         notify: Told in one line when the lease has to wait, and when it ends up leased.
 
     Raises:
-        PoolBusyError: Every GPU stayed leased for ``timeout_s``.
+        PoolBusyError: Every GPU stayed fully leased for ``timeout_s``.
+        ValueError: ``$KERNELSEEK_GPU_SHARE`` is not a positive integer.
     """
     gpus = pool_gpus()
     if not gpus:
