@@ -12,6 +12,8 @@
 #   fa4-self (the FA4 self-check of fa4-dry alone),
 #   fa4-full (start.cu on the fa4 full suite, dry run), fa4-gputests (tests/gpu/test_fa4_dry_run.py),
 #   fa4-rows (tasks/fa4_blackwell through Inspect, dry run, a scripted agent replaying start.cu);
+#   concurrency-124 (benchmarks/concurrency.py on fa3_hopper: 1, 2, then 4 agents; any digits;
+#   more arguments in $CONC_ARGS, e.g. "-T suite=smoke -T score_suite=smoke");
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
 #   cheats, then start.cu's, the hostile-process ones and the upstream outliers;
 #   pytest steps stop (printing what failed) at $TEST_LIMIT seconds, default 540)
@@ -89,6 +91,11 @@ for step in "$@"; do
         --task tasks/fa4_blackwell -T sandbox=local -T score_suite=dev \
         --kernel kernels/fa4_blackwell/start.cu --epochs 1 --out "$work/fa4-rows" \
         > "$work/fa4-rows.log" 2>&1; echo "fa4-rows rc=$?"; tail -15 "$work/fa4-rows.log" ;;
+    concurrency-*) agents=${step#concurrency-}  # concurrency-12: 1 then 2 agents; -4: 4 agents
+      timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/concurrency.py --task tasks/fa3_hopper \
+        --kernel kernels/fa3_hopper/start.cu $(echo "$agents" | sed 's/./--agents & /g') \
+        ${CONC_ARGS:-} --out "$work/$step" > "$work/$step.log" 2>&1
+      echo "$step rc=$?"; tail -12 "$work/$step.log" ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;
     *) echo "unknown step $step" ;;
   esac

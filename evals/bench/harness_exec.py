@@ -9,8 +9,8 @@ status agrees with the verdict's status, the schema is the harness's, and ``kern
 the hash of the kernel the caller read before the run.
 
 A GPU target in the local sandbox runs on a GPU leased from the host's pool
-(:mod:`evals.bench.gpu_pool`): concurrent samples each get their own GPU, named to the harness
-by ``CUDA_VISIBLE_DEVICES``, and wait for one when every GPU is leased.
+(:mod:`evals.bench.gpu_pool`): concurrent samples each get their own GPU while there are free
+ones, named to the harness by ``CUDA_VISIBLE_DEVICES``, then share the least-leased ones.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from inspect_ai.util import sandbox, store
 
 from evals.bench.faults import ENVIRONMENT, HARNESS, verdict_fault
 from evals.bench.gpu_pool import Gpu, PoolBusyError, gpu_lease_async
+from evals.bench.run_cost import EVENT_KEY, RunCost
 from evals.bench.settings import TaskSettings
 from evals.bench.targets import bench_target
 
@@ -205,14 +206,30 @@ async def run_harness(
         return source
     sha = hashlib.sha256(source).hexdigest()
     if not leases_gpu(settings):
-        return await _exec(settings, command, suite=suite, timeout=timeout, sha=sha, gpu=None)
+        run = await _exec(settings, command, suite=suite, timeout=timeout, sha=sha, gpu=None)
+    else:
+        run = await _on_leased_gpu(settings, command, suite=suite, timeout=timeout, sha=sha)
+    cost = RunCost.from_verdict(command, run.verdict, gpu=run.gpu)
+    transcript().info({EVENT_KEY: cost.to_json()}, source="kernelseek")
+    return run
+
+
+async def _on_leased_gpu(
+    settings: TaskSettings,
+    command: Literal["check", "bench", "score"],
+    *,
+    suite: str,
+    timeout: int,
+    sha: str,
+) -> HarnessRun:
+    """:func:`_exec` on a GPU leased from the host's pool; never raises."""
     what = f"{command} {settings.target} (pid {os.getpid()})"
     try:  # waits at most `timeout` for a GPU, then the run gets its own `timeout`
         async with gpu_lease_async(what=what, timeout_s=timeout, notify=_note) as gpu:
             if gpu is not None:
                 _note({"command": command, "index": gpu.index, "uuid": gpu.uuid})
             run = await _exec(settings, command, suite=suite, timeout=timeout, sha=sha, gpu=gpu)
-    except (PoolBusyError, OSError) as exc:  # a pool folder it cannot write is the machine's
+    except (PoolBusyError, OSError, ValueError) as exc:  # a pool it cannot use is the machine's
         busy = f"no GPU leased: {type(exc).__name__}: {exc}"
         return HarnessRun(-1, "", None, busy, sha, f"{ENVIRONMENT} {busy}")
     return run if gpu is None else replace(run, gpu=gpu.uuid or str(gpu.index))
