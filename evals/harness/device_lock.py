@@ -4,7 +4,9 @@ Concurrent harness runs on one GPU (or one CPU, for CPU targets) corrupt each ot
 Inspect runs epochs in parallel by default, and three runs sharing a 2-core machine moved one
 kernel's score from 0.217x to 0.806x and 0.156x. Every run therefore takes the lock of its
 device before it starts its worker and holds it until the last scenario is judged; a second
-run waits, says so, and records how long it waited.
+run waits, says so, and records how long it waited. A CPU target's run takes it before its
+builds already (a compiler beside a timed run takes the cores it measures); a GPU target's
+builds run outside it, on the CPU, not on the measured GPU.
 
 A file lock (``flock``) serialises runs on one host, containers included when they share the
 lock folder (``KERNELSEEK_LOCK_DIR``, default ``<tmp>/kernelseek-locks``): mount it into each

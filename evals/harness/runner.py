@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import secrets
@@ -17,7 +18,7 @@ from evals.harness import baseline_prebuild, footprint, provenance, trace
 from evals.harness.build import BuildResult, build
 from evals.harness.cache_dir import default_cache_dir
 from evals.harness.contract_draw import drawn_scenarios
-from evals.harness.device_lock import device_lock
+from evals.harness.device_lock import LockRecord, device_lock
 from evals.harness.environment import environment_fault
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
@@ -54,7 +55,7 @@ class RunSettings:
             so its speedup over itself shows whether the timing is sound.
         scenario_ids: Judge only these scenarios of the suite (all when empty).
         lock_timeout_s: Seconds to wait for the device lock (another run judging on the same
-            device) before giving up with ``device_busy``.
+            device, or on a CPU target also building) before giving up with ``device_busy``.
         keep_going: Judge every scenario even after the same crash, hang or exception on two
             scenarios in a row (by default the rest are skipped, and the verdict says so).
         keep_worker_log: Keep the workers' output (capped: head and tail) in this file (the
@@ -155,16 +156,45 @@ def evaluate(
         outcome = tampered.reason if tampered else "passed" if hashes else "no hash list here"
         verdict.checks["install"] = outcome
     prepare_s = time.monotonic() - start
-    scoring = settings.command == "score"
-    prebuild = None
-    if settings.kernel is not None and rejected is None:
-        prebuild = baseline_prebuild.start(target, clean_env=scoring)
-    with tempfile.TemporaryDirectory(prefix="kernelseek-build-") as private_cache:
-        built = None if rejected else _build(target, settings, Path(private_cache), notify)
-        _finish(verdict, target, settings, suite, (built, prebuild), rejected, (progress, notify))
+    _build_and_judge(verdict, target, settings, suite, rejected, (progress, notify))
     verdict.timing["prepare_s"] = prepare_s
     verdict.timing["wall_s"] = time.monotonic() - start
     return verdict
+
+
+def _build_and_judge(
+    verdict: Verdict,
+    target: Target,
+    settings: RunSettings,
+    suite: Suite,
+    rejected: Failure | None,
+    listeners: tuple[Progress | None, Notify | None],
+) -> None:
+    """Build the candidate and judge it; on a CPU target all of it under the device's lock.
+
+    A CPU target measures the host CPU, which another run's compiler (its candidate's build
+    and the trivial kernel's prebuild) takes from the timed calls: an upstream judged against
+    itself fell from about 1.0x to 0.905x beside one building run and to 0.167x beside two.
+    So a CPU target takes its lock once, before either build, and judging reuses it (a second
+    ``flock`` from this process would wait on itself). A GPU target builds outside its lock:
+    the compiler uses the CPU, not the measured GPU, so a run compiles while another is timed.
+    A busy device fails every scenario, as it does when judging waits too long.
+    """
+    notify = listeners[1]
+    with contextlib.ExitStack() as stack:
+        held = None
+        if rejected is None and target.device == "cpu":
+            try:
+                held = stack.enter_context(_device_lock(target, settings, notify))
+                verdict.lock = held
+            except HarnessInputError as exc:
+                rejected = exc.failure
+        prebuild = None
+        if settings.kernel is not None and rejected is None:
+            prebuild = baseline_prebuild.start(target, clean_env=settings.command == "score")
+        private = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kernelseek-build-")))
+        built = None if rejected else _build(target, settings, private, notify)
+        _finish(verdict, target, settings, suite, (built, prebuild), rejected, listeners, held)
 
 
 def _finish(
@@ -175,11 +205,13 @@ def _finish(
     builds: tuple[BuildResult | None, threading.Thread | None],
     rejected: Failure | None,
     listeners: tuple[Progress | None, Notify | None],
+    held: LockRecord | None,
 ) -> None:
     """Judge the built candidate (or record why it cannot be judged) and fill the timing.
 
     ``builds``: the candidate's build and the trivial kernel's, still compiling beside it
     (:mod:`evals.harness.baseline_prebuild`); waiting for it counts as static checks.
+    ``held``: the device's lock when this run already holds it (a CPU target's).
     """
     built, prebuild = builds
     verdict.build = built.to_json() if built else None
@@ -196,7 +228,8 @@ def _finish(
         _fail_all(verdict, suite.scenarios, rejected)
     else:
         library = built.library if built else None
-        _judge_locked(verdict, target, library, suite.scenarios, tally, listeners, settings)
+        scenarios = suite.scenarios
+        _judge_locked(verdict, target, library, scenarios, tally, listeners, settings, held)
     verdict.status = (
         "ok" if verdict.failure is None and all(r.correct for r in verdict.results) else "failed"
     )
@@ -309,18 +342,31 @@ def _judge_locked(
     tally: Tally,
     listeners: tuple[Progress | None, Notify | None],
     settings: RunSettings,
+    held: LockRecord | None,
 ) -> None:
-    """Judge every scenario holding the device's lock: one measurement at a time per device."""
+    """Judge every scenario holding the device's lock: one measurement at a time per device.
+
+    ``held``: the lock this run took before its build (a CPU target's), kept rather than taken
+    again: a second ``flock`` from another descriptor of this process would wait on itself.
+    """
     progress, notify = listeners
-    what = f"{settings.command} {target.name} {settings.kernel or settings.candidate_upstream}"
+    lock = _device_lock(target, settings, notify) if held is None else contextlib.nullcontext(held)
     try:
-        with device_lock(
-            target.device_key(), what=what, timeout_s=settings.lock_timeout_s, notify=notify
-        ) as lock:
-            verdict.lock = lock
+        with lock as record:
+            verdict.lock = record
             _judge_all(verdict, target, library, scenarios, tally, progress, settings)
     except HarnessInputError as exc:
         _fail_all(verdict, scenarios, exc.failure)
+
+
+def _device_lock(
+    target: Target, settings: RunSettings, notify: Notify | None
+) -> contextlib.AbstractContextManager[LockRecord]:
+    """This run's hold on its device's lock, described for whoever has to wait on it."""
+    what = f"{settings.command} {target.name} {settings.kernel or settings.candidate_upstream}"
+    return device_lock(
+        target.device_key(), what=what, timeout_s=settings.lock_timeout_s, notify=notify
+    )
 
 
 def _judge_all(
