@@ -43,17 +43,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def task_args(pairs: list[str]) -> dict[str, str]:
-    """``-T NAME=VALUE`` pairs as a dict; a malformed pair raises ValueError."""
-    out = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep:
-            raise ValueError(f"-T {pair}: expected NAME=VALUE")
-        out[name] = value
-    return out
-
-
 def run_kernel(args: argparse.Namespace, kernel: Path, targs: dict[str, str]) -> str:
     """One eval of the task with ``kernel`` submitted; returns an error line or "" (success)."""
     from inspect_ai import eval as inspect_eval
@@ -115,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the evals, then build; returns the exit status."""
     args = parser().parse_args(argv)
     try:
-        targs = task_args(args.task_args)
+        from evals.inspect_preflight import split_pairs
+
+        targs = dict(split_pairs(args.task_args))
         target = Path(args.task).name.removesuffix(".py")
         from evals.bench.targets import TARGETS
 

@@ -44,6 +44,21 @@ def option(args: list[str], name: str) -> str | None:
     return found
 
 
+def split_pairs(values: list[str], flag: str = "-T") -> list[tuple[str, str]]:
+    """``NAME=VALUE`` strings (as given after ``flag``) as (name, raw value) pairs.
+
+    Raises:
+        TaskArgumentError: A value without ``=`` (one line naming it).
+    """
+    found = []
+    for pair in values:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise TaskArgumentError(f"{flag} {pair}: expected NAME=VALUE")
+        found.append((name, raw))
+    return found
+
+
 def pairs(args: list[str], flag: str) -> list[tuple[str, str]]:
     """Each ``flag NAME=VALUE`` of ``args`` (``-T``, ``-S``, ``-M``) as (name, raw value)."""
     found = []

@@ -84,6 +84,12 @@ def _questions(sample):
             if m.role == "user" and m.metadata and "kernelseek" in m.metadata]
 
 
+def _tool_results(sample, name):
+    """What each call of tool ``name`` returned, last lines first-to-last: for failure messages."""
+    return "\n---\n".join(str(m.content)[-600:] for m in sample.messages
+                           if m.role == "tool" and getattr(m, "function", None) == name)
+
+
 def _info(sample, key):
     return [e.data[key] for e in sample.events
             if e.event == "info" and isinstance(e.data, dict) and key in e.data]
@@ -145,8 +151,10 @@ def test_scripted_arm_advances_through_its_stages(tmp_path):
     log = _eval(scripted(), outputs, tmp_path)
     for sample in log.samples:
         stages = _info(sample, "recipe_stage")
+        # stages advance on bench verdicts: a failure says what each bench reported
         assert [(s["stage"], s["reason"]) for s in stages] == [
-            ("measure", "start"), ("cache_blocking", "new_best"), ("vectorise", "new_best")]
+            ("measure", "start"), ("cache_blocking", "new_best"), ("vectorise", "new_best")
+        ], _tool_results(sample, "bench")
         prompts = [q["stage"] for q in _questions(sample)]
         assert prompts == ["measure", "cache_blocking", "vectorise"]
     for target in ("cpu_attention", "fa3_hopper"):

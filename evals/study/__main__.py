@@ -22,7 +22,7 @@ from pathlib import Path
 
 from evals.bench.targets import TARGETS
 from evals.bench.validate import TaskArgumentError
-from evals.inspect_preflight import preflight, task_args
+from evals.inspect_preflight import preflight, split_pairs, task_args
 from evals.study.plan import StudyPlan, StudyPlanError
 
 EXIT_INCOMPLETE = 1
@@ -56,12 +56,10 @@ def make_plan(args: argparse.Namespace) -> StudyPlan:
     Raises:
         StudyPlanError: A bad argument (one line).
     """
-    pairs = []
-    for pair in args.task_args:
-        name, sep, value = pair.partition("=")
-        if not sep:
-            raise StudyPlanError(f"-T {pair}: expected NAME=VALUE")
-        pairs.append((name, value))
+    try:
+        pairs = split_pairs(args.task_args)
+    except TaskArgumentError as exc:
+        raise StudyPlanError(str(exc)) from None
     if args.replay is not None:
         if args.model:
             raise StudyPlanError("--replay stands in for the model: give no --model with it")
