@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.harness import Code, RunSettings, evaluate
+from evals.harness import Code, RunSettings, evaluate, wall_verify
 from evals.harness.verdict import Verdict
 from tests.helpers import BUILD_CACHE, ROOT
 
@@ -70,10 +70,14 @@ def test_wall_batch_skip_is_rejected_when_the_parent_verifies_wall_batches(tmp_p
     # One random call of each batch is verified, so a run where the cheat could skip only a
     # few calls (it skips a call entered within 12 us of the last return: on this host most
     # gaps are longer) escapes with a real chance (about half the runs here, with 20-60 of
-    # them skipped); up to 8 runs, and one must be rejected for the skip
+    # them skipped; THREATS.md's known limit). So that chance does not make this test fail at
+    # random (it did in a CI run: every engaged run escaped; and once more here with every
+    # batch verified), every batch is verified here, not a quarter of those after the first
+    # four, and up to 16 runs are made: one must be rejected for the skip
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
+    monkeypatch.setattr(wall_verify, "LATER_SHARE", 1.0)
     engaged = 0
-    for attempt in range(8):
+    for attempt in range(16):
         log = tmp_path / f"worker{attempt}.log"
         verdict = evaluate(
             RunSettings("bench", "cpu_attention", CHEATS / "wall_batch_skip.cpp",
