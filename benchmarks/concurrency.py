@@ -53,6 +53,7 @@ class SelfCheck:
     lock_waited_s: float
     wall_s: float
     error: str | None = None
+    lock_held_s: float = 0.0
 
 
 @dataclass
@@ -125,19 +126,12 @@ def self_check(target: str, upstream: str, suite: str, path: Path, t0: float) ->
         return SelfCheck(
             None, started - t0, 0.0, wall, f"no verdict (rc {done.returncode}): {tail}"
         )
+    from evals.bench.run_cost import RunCost
+
     geomean = verdict["aggregates"]["geomean_speedup"].get(upstream)
-    waited = float((verdict.get("lock") or {}).get("waited_s") or 0.0)
-    return SelfCheck(geomean, started - t0, waited, wall, None if geomean else "no geomean")
-
-
-def lock_seconds(path: Path) -> float:
-    """Seconds a self-check's run held the device lock (0 without a verdict)."""
-    try:
-        lock = json.loads(path.read_text()).get("lock") or {}
-    except (OSError, ValueError):
-        return 0.0
-    held = (lock.get("released_at") or 0.0) - (lock.get("acquired_at") or 0.0)
-    return max(float(held), 0.0)
+    cost = RunCost.from_verdict("bench", verdict)
+    error = None if geomean else "no geomean"
+    return SelfCheck(geomean, started - t0, cost.lock_waited_s, wall, error, cost.lock_held_s)
 
 
 def run_round(args: argparse.Namespace, agents: int, targs: dict[str, str], suite: str) -> Round:
@@ -172,12 +166,10 @@ def run_round(args: argparse.Namespace, agents: int, targs: dict[str, str], suit
     )
     thread.join()
     wall = time.monotonic() - t0
-    return summarise(log, agents, wall, checks, sum(lock_seconds(p) for p in paths))
+    return summarise(log, agents, wall, checks)
 
 
-def summarise(
-    log: Any, agents: int, wall: float, checks: list[SelfCheck], check_lock_s: float
-) -> Round:
+def summarise(log: Any, agents: int, wall: float, checks: list[SelfCheck]) -> Round:
     """The round's figures from the eval log's ``harness_run`` events and scores."""
     from evals.bench.run_cost import run_costs
 
@@ -193,7 +185,7 @@ def summarise(
         wall_s=wall,
         runs=len(costs),
         per_gpu_hour=len(costs) / wall * 3600.0,
-        lock_busy=(held + check_lock_s) / wall,
+        lock_busy=(held + sum(c.lock_held_s for c in checks)) / wall,
         timing_share=sum(c.timed_calls_s for c in costs) / held if held else 0.0,
         lock_waited_s=[c.lock_waited_s for c in costs],
         build_s=[c.build_s for c in costs],
