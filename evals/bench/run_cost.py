@@ -35,7 +35,8 @@ class RunCost:
         lock_waited_s: Seconds waiting for the device lock while another run measured.
         lock_held_s: Seconds holding the device lock (0 where the run never took it).
         acquired_at: When the lock was taken (None where it never was).
-        timed_calls_s: Busy seconds of the timed kernel calls, candidate's and upstreams'.
+        timed_calls_s: Busy seconds of the timed kernel calls, candidate's and upstreams', as
+            the workers report them (the candidate's own process among them): display only.
     """
 
     command: str
