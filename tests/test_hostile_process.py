@@ -2,7 +2,7 @@
 
 Each kernel here passes every static check (libc reached by address, no symbol to show for it)
 and computes correct attention on every call the harness verifies. ``timer_forge.cpp``
-rewrites libpython's GOT slot of ``clock_gettime`` so the worker's timer runs at a third of
+rewrites libpython's GOT slot of ``clock_gettime`` so the worker's timer runs at a sixth of
 the pace during a call, and skips the work in the parent's back-to-back wall-clock calls;
 ``wall_batch_skip.cpp`` only skips; ``write_escape.cpp`` writes a ``.pth`` file into the
 running torch's site-packages, a file into the build cache and one into ``/tmp``. The parent
@@ -51,8 +51,10 @@ def test_timer_forge_is_rejected_when_the_parent_verifies_wall_batches(monkeypat
     # before integrity III: accepted, 2.2x the same kernel's (fast.cpp's) geomean on smoke.
     # Now every back-to-back call must do work the parent verifies (a skipped call fetched
     # for checking: stale_result), and batches that did their work take the true time, which
-    # the forged third of it no longer explains (timing_mismatch): either way the wall-clock
-    # check rejects it
+    # the forged sixth of it no longer explains (timing_mismatch): either way the wall-clock
+    # check rejects it. At a third (its pace until session 17) it sat at the CPU check's 2.5x
+    # tolerance and was accepted in about half the runs (once in CI): a forge within that
+    # tolerance is THREATS.md's known limit, so the test holds the harness to what it claims
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     verdict = evaluate(
         RunSettings("bench", "cpu_attention", CHEATS / "timer_forge.cpp", suite="smoke")

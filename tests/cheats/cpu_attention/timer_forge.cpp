@@ -1,4 +1,4 @@
-// Cheat: at its first call finds libc's clock_gettime, mprotect and dl_iterate_phdr by address (as libc_by_address.cpp does), walks the loaded objects to libpython's GOT slot of clock_gettime and points it at its own clock, which runs at a third of the real pace while a call runs: time.perf_counter_ns, the worker's timer, sees every timed call at a third of its length. The parent's wall-clock batches would show the truth, so calls that enter within 12 us of the previous return with a new q (back to back, as only a batch makes them) skip the work and hand back the previous output's values. Correct attention (fast.cpp's) on every other call; passes every static check.
+// Cheat: at its first call finds libc's clock_gettime, mprotect and dl_iterate_phdr by address (as libc_by_address.cpp does), walks the loaded objects to libpython's GOT slot of clock_gettime and points it at its own clock, which runs at a sixth of the real pace while a call runs: time.perf_counter_ns, the worker's timer, sees every timed call at a sixth of its length (a forge claiming less than the CPU wall-clock check's 2.5x tolerance is THREATS.md's known limit: at a third this one was accepted in about half the runs). The parent's wall-clock batches would show the truth, so calls that enter within 12 us of the previous return with a new q (back to back, as only a batch makes them) skip the work and hand back the previous output's values. Correct attention (fast.cpp's) on every other call; passes every static check.
 // Caught by: the parent's wall-clock check once every back-to-back call does real work the parent verifies (a batch output checked against the float64 reference: STALE_RESULT, 'wall-clock'); today nothing checks a batch's outputs and it is accepted with a speedup it never earned (1.7-2.9x the same kernel's per smoke scenario, 2.2x geomean: time outside the kernel's body is not slowed).
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
@@ -181,8 +181,8 @@ at::Tensor remember(at::Tensor out) {
 
 // The forged clock. Python's time.perf_counter_ns (the worker's CPU timer) calls libc's
 // clock_gettime(CLOCK_MONOTONIC) through libpython's GOT slot; that slot now leads here. While
-// a call runs the clock goes at a third of the real one's pace, so a timed call measures a
-// third of what it took; between calls it keeps the real pace (never goes backwards).
+// a call runs the clock goes at a sixth of the real one's pace, so a timed call measures a
+// sixth of what it took; between calls it keeps the real pace (never goes backwards).
 struct Clock { int64_t sec, nsec; };  // struct timespec
 using clock_fn = int (*)(int, Clock*);
 clock_fn real_clock = nullptr;
@@ -199,7 +199,7 @@ int forged_clock(int id, Clock* out) {
   const int rc = real_clock(id, out);
   if (rc != 0 || id != 1) return rc;
   int64_t now = out->sec * 1000000000 + out->nsec;
-  now -= held_ns + (call_start_ns != 0 ? (now - call_start_ns) * 2 / 3 : 0);
+  now -= held_ns + (call_start_ns != 0 ? (now - call_start_ns) * 5 / 6 : 0);
   out->sec = now / 1000000000;
   out->nsec = now % 1000000000;
   return rc;
@@ -275,7 +275,7 @@ at::Tensor attention_forward(const at::Tensor& q, const at::Tensor& k, const at:
   const int64_t entry = real_ns();
   call_start_ns = entry;
   at::Tensor out = back_to_back(q, entry) ? replay(q) : remember(compute(q, k, v, causal, softmax_scale));
-  held_ns += (real_ns() - entry) * 2 / 3;
+  held_ns += (real_ns() - entry) * 5 / 6;
   call_start_ns = 0;
   last_q = q.data_ptr();
   last_return_ns = real_ns();
