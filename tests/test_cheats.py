@@ -141,7 +141,8 @@ def test_honest_kernels_pass_every_check(kernel):
         # drawn scenario can beat SDPA's fixed cost by 1.5x: then the strict re-run too
         retimed = {"retime_wall_clock", "strict_wall_clock", "strict_rerun"}
         assert set(sc["checks"]) - retimed == {"verification", "anti_caching", "races",
-                                               "timed_outputs", "wall_clock", "roofline"}
+                                               "timed_outputs", "round_audit", "wall_clock",
+                                               "roofline"}
         assert all(check_held(sc, name) for name in sc["checks"]), sc["checks"]
 
 

@@ -67,6 +67,24 @@ def test_timer_forge_is_rejected_when_the_parent_verifies_wall_batches(monkeypat
     ), first
 
 
+def test_a_forged_clock_inside_the_wall_clock_checks_tolerance_fails_the_round_audit(
+    tmp_path, monkeypatch
+):
+    # the same forge at a third of the pace: inside the wall-clock check's 2.5x it was accepted
+    # in about half the runs; the parent's clock on its timing rounds, less the same rounds
+    # with no kernel, holds its reports to 1.25x (evals/harness/round_audit.py)
+    monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
+    source = (CHEATS / "timer_forge.cpp").read_text()
+    assert source.count("* 5 / 6") == 2
+    kernel = tmp_path / "timer_forge_third.cpp"
+    kernel.write_text(source.replace("* 5 / 6", "* 2 / 3"))
+    verdict = evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke"))
+    failures = _failures(verdict)
+    assert verdict.status == "failed" and failures
+    first = failures[0]
+    assert first.code == Code.TIMING_MISMATCH and "a timing round of" in first.reason, first
+
+
 # opt-in (`-m slow`): the harness catches this cheat only by chance per run (THREATS.md's known
 # limit); in a CI run all 8 engaged runs escaped, so in the default suite it fails at random
 # until the wall-clock check verifies more than one call per batch

@@ -23,6 +23,7 @@ from evals.harness import (
     digest,
     evaluate,
     query_flips,
+    round_audit,
     wall_check,
     wall_clock,
     wall_verify,
@@ -561,6 +562,32 @@ sys.exit(worker.main(argv))
 '''
 
 
+def _unaudited(session, scenario, request, timeout_s, on_answer):
+    """A candidate timing round without the round audit, which on the CPU runs first."""
+    header, _ = session.client.request(request, timeout_s=timeout_s)
+    on_answer(header)
+    return header, request
+
+
+def _fake_timer_worker(tmp_path, monkeypatch):
+    """Workers started from here on report a fiftieth of each call (FAKE_TIMER_WORKER)."""
+    script = tmp_path / "fake_timer_worker"
+    script.write_text(FAKE_TIMER_WORKER.format(python=sys.executable, root=str(ROOT)))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setattr(worker_client_module, "sys", SimpleNamespace(executable=str(script)))
+
+
+def test_a_worker_reporting_a_fiftieth_of_its_time_fails_the_round_audit(tmp_path, monkeypatch):
+    # the round audit runs first on the CPU: the parent's clock on the timing round itself
+    _fake_timer_worker(tmp_path, monkeypatch)
+    settings = RunSettings("bench", "cpu_attention", START_CPU, suite="smoke",
+                           scenario_ids=("smoke-bf16-d64-s96-h4k2-causal",))
+    result = evaluate(settings).results[0]
+    assert result.failure is not None and result.failure.code == Code.TIMING_MISMATCH, (
+        result.failure)
+    assert "a timing round of" in result.failure.reason
+
+
 def test_a_worker_reporting_a_fiftieth_of_its_time_fails_the_wall_clock_check(
     tmp_path, monkeypatch
 ):
@@ -583,10 +610,8 @@ def test_a_worker_reporting_a_fiftieth_of_its_time_fails_the_wall_clock_check(
     assert honest.status == "ok", failures_of(honest)
     assert honest.results[0].checks["wall_clock"].startswith("passed")
 
-    script = tmp_path / "fake_timer_worker"
-    script.write_text(FAKE_TIMER_WORKER.format(python=sys.executable, root=str(ROOT)))
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setattr(worker_client_module, "sys", SimpleNamespace(executable=str(script)))
+    _fake_timer_worker(tmp_path, monkeypatch)
+    monkeypatch.setattr(round_audit, "audited_round", _unaudited)  # the wall-clock check alone
     faked = evaluate(settings)
     result = faked.results[0]
     assert result.failure is not None and result.failure.code == Code.TIMING_MISMATCH, (
@@ -765,6 +790,7 @@ def test_a_worker_taken_over_by_its_candidate_cannot_pass_a_tenth_of_its_time(
     script.write_text(HOSTILE_WORKER.format(python=sys.executable, root=str(ROOT), hack=hack))
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(worker_client_module, "sys", SimpleNamespace(executable=str(script)))
+    monkeypatch.setattr(round_audit, "audited_round", _unaudited)  # the wall-clock check alone
     result = evaluate(settings).results[0]
     assert result.failure is not None and result.failure.code == code, result.failure
     assert text in result.failure.reason, result.failure.reason

@@ -13,7 +13,7 @@ import random
 import time
 from typing import Any
 
-from evals.harness import wall_check
+from evals.harness import round_audit, wall_check
 from evals.harness.failures import Code, Failure
 from evals.harness.sampled_check import check_sampled
 from evals.harness.scenarios import Scenario
@@ -25,7 +25,7 @@ from evals.harness.session import (
     unpack,
 )
 from evals.harness.timing import TimingSettings, call_seed
-from evals.harness.timing_record import record_timing
+from evals.harness.timing_record import record_timing, settled
 from evals.harness.verdict import ScenarioResult
 from evals.harness.worker_client import WorkerFailure
 
@@ -36,7 +36,8 @@ for a person."""
 STRICT_CHECKS_PER_SET = 16
 """Timed outputs of each input set verified in the strict re-run (all kept, up to this)."""
 TIMING_ATTEMPTS = 2
-"""Timing requests per scenario: one more when the first does not converge."""
+"""Timing requests per scenario: one more when the first is not settled
+(:func:`evals.harness.timing_record.settled`)."""
 TIMED_CHECKS_PER_SET = 1
 """Timed outputs of each input set verified, chosen at random after the calls were made (a
 call skipping work on a fraction f of timed calls escapes one scenario with (1 - f)^3 at
@@ -48,7 +49,7 @@ HOST_ISSUE_UPSTREAM_FACTOR = 2.0
 
 
 def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
-    """Time the candidate; re-time once when the timing does not converge.
+    """Time the candidate; re-time once when the timing is not settled (converged, or close).
 
     Then the checks that need the candidate's figures alone: timed outputs, the parent's
     clock on batches of calls (:mod:`evals.harness.wall_check`) and the roofline floor. The
@@ -57,9 +58,10 @@ def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) 
     """
     for attempt in range(TIMING_ATTEMPTS):
         header, request = _time_request(session, scenario, result, attempt)
-        if header["stop"] == "converged":
+        if settled(header, session.target.timing):
             break
     record_timing(session, result, header, attempts=attempt + 1)
+    round_audit.conclude(session, result)
     failure = _check_timed(session, result, request, header.get("kept", []))
     return (
         failure
@@ -89,13 +91,20 @@ def _timeout(session: Session) -> float:
 def _time_request(
     session: Session, scenario: Scenario, result: ScenarioResult, attempt: int
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One timing round of the candidate in its worker (fresh seeds and order per attempt)."""
-    request = _request(session, scenario, attempt)
-    header, _ = session.client.request(
-        {**request, "candidate": True, "upstreams": []}, timeout_s=_timeout(session)
+    """One timing round of the candidate in its worker (fresh seeds and order per attempt).
+
+    On a CPU target the round is audited on the parent's clock (:mod:`evals.harness.round_audit`),
+    and a round that fails is timed again on new seeds: the request returned is the one whose
+    answer counts.
+    """
+    request = {**_request(session, scenario, attempt), "candidate": True, "upstreams": []}
+    return round_audit.audited_round(
+        session,
+        scenario,
+        request,
+        _timeout(session),
+        on_answer=lambda header: _tally_answer(session, result, header),
     )
-    _tally_answer(session, result, header)
-    return header, request
 
 
 def _upstream_request(

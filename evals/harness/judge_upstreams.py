@@ -13,13 +13,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evals.harness import judge_time, retime, wall_check
+from evals.harness import judge_time, retime, round_audit, wall_check
 from evals.harness.failures import Code, Failure
 from evals.harness.gpu import release_cached_memory
 from evals.harness.scenarios import Scenario
 from evals.harness.session import Progress, Session
 from evals.harness.timing import TimingStats
-from evals.harness.timing_record import add_figures, flag_suspicious
+from evals.harness.timing_record import add_figures, flag_suspicious, settled
 from evals.harness.verdict import ScenarioResult, geomean
 from evals.harness.worker_client import WorkerFailure
 
@@ -42,11 +42,11 @@ def time_upstreams(session: Session, result: ScenarioResult) -> Failure | None:
     whatever it left behind, a queued kernel, a thread or a timer, dies with its process and
     its CUDA context, so nothing of the candidate's can share the device (or, on the CPU, the
     cores) with the upstreams while they are timed. The first round uses the seeds of the
-    candidate's last round (same inputs); a round that does not converge is re-timed once on
-    new ones, and a disturbed one (:func:`evals.harness.retime.disturbed`) once more, each
-    upstream keeping its lower median. Then the checks that need both: the host-issue cap
-    and, for a suspicious speedup, the strict re-run (side by side, in a fresh candidate
-    process).
+    candidate's last round (same inputs); a round not settled (converged, or close:
+    :func:`evals.harness.timing_record.settled`) is re-timed once on new ones, and a
+    disturbed one (:func:`evals.harness.retime.disturbed`) once more, each upstream keeping
+    its lower median. Then the checks that need both: the host-issue cap and, for a
+    suspicious speedup, the strict re-run (side by side, in a fresh candidate process).
     """
     upstreams = _upstream_names(session, result)
     if not upstreams or session.upstreams is None or "candidate" not in result.times:
@@ -60,15 +60,17 @@ def time_upstreams(session: Session, result: ScenarioResult) -> Failure | None:
         for attempt in (last, UPSTREAM_RETIME_ROUND):
             request = judge_time._request(session, result.scenario, attempt)
             header = judge_time._upstream_request(session, result, request, upstreams)
-            if header["stop"] == "converged":
+            if settled(header, session.target.timing):
                 break
         add_figures(session, result, header, who="the upstreams' timing", attempts=None)
         _retime_disturbed(session, result, upstreams)
     finally:
         _spent(result, t0)
-    return judge_time._host_issue(session, result) or _strict_rerun(
+    failure = judge_time._host_issue(session, result) or _strict_rerun(
         session, result.scenario, result
     )
+    round_audit.conclude(session, result)  # the strict re-run's rounds' audits
+    return failure
 
 
 def time_all_upstreams(
@@ -89,6 +91,7 @@ def time_all_upstreams(
             if progress is not None:
                 progress(i + 1, len(results), result)
     for i in _recheck_pattern(session, results):
+        round_audit.conclude(session, results[i])  # its side-by-side rounds' audits
         if progress is not None:
             progress(i + 1, len(results), results[i])
     for result in results:

@@ -6,7 +6,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -18,6 +18,9 @@ from evals.harness.targets import Inputs, Target
 from evals.harness.verdict import ScenarioResult
 from evals.harness.verify import Check, check_meta, check_values
 from evals.harness.worker_client import WorkerClient
+
+if TYPE_CHECKING:
+    from evals.harness.round_audit import RoundAudit
 
 
 def derive_seed(seed: int, *parts: object) -> int:
@@ -69,6 +72,8 @@ class Session:
     """The candidate's kernel names for the GPU trace check; None where it does not apply."""
     upstreams: WorkerClient | None = None
     """The worker that times the upstreams: a process that never loads the candidate."""
+    audits: dict[str, list[RoundAudit]] = field(default_factory=dict)
+    """Per scenario id, the candidate's metered timing rounds awaiting their null rounds."""
 
 
 def check_each(

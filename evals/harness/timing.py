@@ -54,6 +54,9 @@ class TimingSettings:
             suspicious speedup (a fresh process, the upstreams timed right after it) than the
             machine did, as the upstream's figures show it (0.25 = 25%; see
             :func:`evals.harness.retime.slowed_alone`).
+        accept_rse: A round that stopped on its time cap or trial bound is kept, with no
+            second round on fresh inputs, when every implementation's relative standard error
+            is at most this (0: only a converged round is; see :func:`settled`).
 
     """
 
@@ -68,6 +71,7 @@ class TimingSettings:
     spin_max_us: float = 20_000.0
     spin_factor: float = 2.0
     strict_tolerance: float = 0.25
+    accept_rse: float = 0.0
 
 
 BeforeCall = Callable[[str, int, int], None]

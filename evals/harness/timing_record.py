@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from evals.harness.session import Session
-from evals.harness.timing import TimingStats
+from evals.harness.timing import TimingSettings, TimingStats
 from evals.harness.verdict import ScenarioResult
 
 
@@ -22,6 +22,21 @@ def record_timing(
         "polluted": {},
     }
     add_figures(session, result, header, who="the candidate's timing", attempts=attempts)
+
+
+def settled(header: dict[str, Any], settings: TimingSettings) -> bool:
+    """Whether a worker's timing round is kept without a second round on fresh inputs.
+
+    A converged round is; so is one that stopped on its cap with every implementation's
+    relative standard error within ``settings.accept_rse`` (a slow CPU kernel's five to ten
+    trials rarely reach 0.5%, and a second round doubled the scenario's timing for a median
+    already known to a few percent). The figures' note still says it did not converge.
+    """
+    if header["stop"] == "converged":
+        return True
+    stats = [TimingStats(**st) for st in header["stats"].values()]
+    accept = settings.accept_rse
+    return accept > 0 and bool(stats) and max(st.rse for st in stats) <= accept
 
 
 def flag_suspicious(result: ScenarioResult, *, threshold: float) -> None:

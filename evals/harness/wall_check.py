@@ -33,7 +33,7 @@ from evals.harness.wall_settings import wall_settings
 from evals.harness.wall_verify import BatchVerifier
 from evals.harness.worker_wall import KEEP_BYTES
 
-__all__ = ["check"]
+__all__ = ["check", "withhold"]
 
 
 def check(
@@ -70,7 +70,7 @@ def check(
     Returns:
         ``stale_result`` when a verified batch call did not do its work, ``timing_mismatch``
         when U exceeds what the reported figures explain, or None. On a contract scenario a
-        U the figures do not explain withholds its speedups instead (:func:`_withhold`).
+        U the figures do not explain withholds its speedups instead (:func:`withhold`).
     """
     if device is None:
         device, issue = result.times.get("candidate"), result.issue.get("candidate")
@@ -183,7 +183,7 @@ def _record(
     result.timing[name] = figures
     failure = judge(reading, reported, settings)
     if failure is not None and result.scenario.contract:
-        _withhold(result, key, failure)
+        withhold(result, key, failure)
         return None
     if failure is not None:
         result.checks[key] = f"failed: {failure.reason}"
@@ -198,7 +198,7 @@ def _record(
     return None
 
 
-def _withhold(result: ScenarioResult, key: str, failure: Failure) -> None:
+def withhold(result: ScenarioResult, key: str, failure: Failure) -> None:
     """A contract scenario's times the parent's clock could not confirm: withheld, not failed.
 
     A contract scenario gates correctness only; its speed enters no headline, so a forged

@@ -170,6 +170,8 @@ class Worker:
         impls: dict[str, list[Callable[[], object]]] = {}
         if req.get("candidate", True):
             impls["candidate"] = [self.timed.wrap(self.prepare(inp)) for inp in inputs]
+        if req.get("null"):  # the round with a kernel that does nothing (round_audit.py)
+            impls["null"] = [self.timed.wrap(_null_call(inp)) for inp in inputs]
         unsupported: dict[str, str] = {}
         probe_ms: dict[str, float] = {}
         for name in req["upstreams"]:
@@ -314,6 +316,12 @@ _NOTHING_TIMED: dict[str, Any] = {
     "loop_s": 0.0,
 }
 """A time request with nothing to time (every upstream unsupported)."""
+
+
+def _null_call(inputs: Inputs) -> Callable[[], torch.Tensor]:
+    """A call that does nothing and returns a tensor of the inputs (the audit's null round)."""
+    first = next(t for t in inputs.values() if isinstance(t, torch.Tensor))
+    return lambda: first
 
 
 def _spread(runs: list[torch.Tensor]) -> tuple[float, float]:

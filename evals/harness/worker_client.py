@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +257,20 @@ class WorkerClient:
             return ""
         self.output.join(2.0)
         return one_line(" | ".join(self.output.tail_lines(lines)), 200)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The worker's processes stopped (SIGSTOP) for the block, continued after it."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            yield
+            return
+        os.killpg(proc.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGCONT)
 
     def kill(self) -> None:
         """Kill the worker's whole process group."""
