@@ -13,11 +13,13 @@ from types import SimpleNamespace
 import pytest
 
 from evals.harness import Code, round_audit
+from evals.harness.failures import Failure
 from evals.harness.round_audit import AUDIT, AuditFailure, RoundAudit
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import get_target
 from evals.harness.verdict import ScenarioResult
 from evals.harness.worker import Worker
+from evals.harness.worker_client import WorkerFailure
 
 SETTINGS = {"warmup": 1, "min_trials": 5, "max_trials": 100, "time_cap_s": 2.0}
 REQUEST = {"op": "time", "seeds": [11, 12, 13], "rng_seed": 7, "settings": SETTINGS}
@@ -70,22 +72,24 @@ class Candidate:
 class Upstreams:
     """The upstreams' worker: a null round takes ``overhead`` seconds."""
 
-    def __init__(self, clock, candidate, overhead=0.05):
+    def __init__(self, clock, candidate, overhead=0.05, fails=False):
         self.clock, self.candidate, self.overhead = clock, candidate, overhead
-        self.proc, self.sent, self.candidate_stopped = Proc(), [], []
+        self.proc, self.sent, self.candidate_stopped, self.fails = Proc(), [], [], fails
 
     def request(self, header, timeout_s=None):
         self.sent.append(header)
         self.candidate_stopped.append(self.candidate.stopped)
+        if self.fails:
+            raise WorkerFailure(Failure(Code.CRASH, "the worker died (signal 9)"))
         self.clock.now += self.overhead
         return {"ok": True}, b""
 
 
-def _run(monkeypatch, rounds, *, contract=False, device="cpu", upstreams=True):
+def _run(monkeypatch, rounds, *, contract=False, device="cpu", upstreams=True, null_fails=False):
     clock = Clock()
     monkeypatch.setattr(round_audit.time, "perf_counter", clock)
     candidate = Candidate(clock, rounds)
-    ups = Upstreams(clock, candidate) if upstreams else None
+    ups = Upstreams(clock, candidate, fails=null_fails) if upstreams else None
     target = SimpleNamespace(device=device)
     session = SimpleNamespace(target=target, client=candidate, upstreams=ups, audits={})
     scenario = Scenario("s", {}, contract=contract)
@@ -180,3 +184,13 @@ def test_the_workers_null_round_makes_the_same_inputs_and_calls_no_kernel():
     })  # fmt: skip
     assert reply["trials"] == 4 and set(reply["stats"]) == {"null"}
     assert reply["kept"] == []  # nothing of a candidate's to keep
+
+
+
+def test_a_null_round_that_fails_is_the_harnesss_fault_and_the_candidate_continues(
+    monkeypatch,
+):
+    with pytest.raises(WorkerFailure) as caught:
+        _run(monkeypatch, [(1.0, 1.0)], null_fails=True)
+    assert caught.value.failure.code == Code.HARNESS_ERROR
+    assert "in a null round: the worker died" in caught.value.failure.reason

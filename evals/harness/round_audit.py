@@ -234,7 +234,11 @@ def _null_round(session: Session, request: dict[str, Any], trials: int, timeout_
         upstreams.start()
     with session.client.paused():
         start = time.perf_counter()
-        upstreams.request(null, timeout_s=timeout_s)
+        try:
+            upstreams.request(null, timeout_s=timeout_s)
+        except WorkerFailure as exc:  # never the candidate's doing
+            reason = f"the upstreams' worker failed in a null round: {exc.failure.reason}"
+            raise WorkerFailure(Failure(Code.HARNESS_ERROR, reason)) from exc
         return time.perf_counter() - start
 
 
