@@ -75,7 +75,7 @@ def _fake_workers(monkeypatch, events, cand_us, up_us):
     monkeypatch.setattr(judge_module.wall_check, "check", lambda *a, **k: None)
     target = SimpleNamespace(device="cpu", timing=TimingSettings(strict_tolerance=1.0),
                              upstreams=[SimpleNamespace(name="sdpa")])
-    return SimpleNamespace(client=events, target=target, upstreams=object())
+    return SimpleNamespace(client=events, target=target, upstreams=object(), audits={})
 
 
 def test_a_disturbed_upstream_round_is_timed_again_and_its_lower_median_counts():
@@ -209,7 +209,10 @@ def inflate_one_upstream_round(monkeypatch, name: str, factor: float, *, uniform
 
     def spy_request(self, message, *args, **kwargs):
         header, payload = request(self, message, *args, **kwargs)
-        if message.get("op") == "time" and not message.get("candidate"):
+        # the round audit's null rounds run beside a stopped candidate (test_upstream_isolation)
+        if message.get("op") == "time" and not message.get("candidate") and not message.get(
+            "null"
+        ):
             alive = [c for c in clients if c.library is not None and c.proc is not None
                      and c.proc.poll() is None]
             seen["alive"].append(bool(alive))

@@ -35,6 +35,19 @@ class WorkerFailure(Exception):
         self.failure = failure
 
 
+def _stopped(pid: int) -> bool:
+    """Whether every thread of process ``pid`` is stopped (or the process is unreadable)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+        states = [
+            Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            for tid in tids
+        ]
+    except (OSError, IndexError):
+        return True
+    return all(state in ("T", "t") for state in states)
+
+
 def _signal_name(num: int) -> str:
     try:
         return signal.Signals(num).name
@@ -260,13 +273,20 @@ class WorkerClient:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """The worker's processes stopped (SIGSTOP) for the block, continued after it."""
+        """The worker's processes stopped (SIGSTOP) for the block, continued after it.
+
+        The block starts once every thread of the worker is seen stopped (a signal is
+        delivered asynchronously), or after a second.
+        """
         proc = self.proc
         if proc is None or proc.poll() is not None:
             yield
             return
         os.killpg(proc.pid, signal.SIGSTOP)
         try:
+            deadline = time.monotonic() + 1.0
+            while not _stopped(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.0005)
             yield
         finally:
             with contextlib.suppress(ProcessLookupError):
