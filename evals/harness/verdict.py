@@ -44,7 +44,8 @@ class ScenarioResult:
             process (GiB; GPU targets).
         flags: Notes for a reader (e.g. timing did not converge).
         checks: Each integrity check that ran on this scenario and what it found
-            (``passed: ...``, ``failed``, ``skipped: why``).
+            (``passed: ...``, ``failed``, ``skipped: why``; the CPU's ``round_audit`` may
+            also say ``scaled: ...`` and, on a contract scenario, ``not counted ...``).
         seconds: Wall seconds of each phase of judging it (``verify``, ``probe``, ``time``),
             and parts of ``time``: the worker's request (``time_worker``), its timing loop
             with warm-up (``time_loop``), the check of the timed outputs (``time_check``) and
