@@ -46,8 +46,8 @@ class Candidate:
     """A candidate's worker: each round takes ``overhead + calls' true time``, and reports
     ``true time / forge`` (a forged clock), or per round as ``rounds`` says."""
 
-    def __init__(self, clock, rounds, overhead=0.05):
-        self.clock, self.rounds, self.overhead = clock, iter(rounds), overhead
+    def __init__(self, clock, rounds, overhead=0.05, trials=20):
+        self.clock, self.rounds, self.overhead, self.trials = clock, iter(rounds), overhead, trials
         self.proc, self.sent, self.stopped = Proc(), [], False
 
     def request(self, header, timeout_s=None):
@@ -56,7 +56,7 @@ class Candidate:
         self.clock.now += self.overhead + true_s
         stats = {"median_us": 100.0, "mad_us": 1.0, "min_us": 90.0, "max_us": 120.0}
         figures = {"candidate": {**stats, "rse": 0.01, "n": 20}}
-        answer = {"trials": 20, "busy_s": {"candidate": reported_s}, "stats": figures}
+        answer = {"trials": self.trials, "busy_s": {"candidate": reported_s}, "stats": figures}
         return {**answer, "issue": figures}, b""
 
     @contextlib.contextmanager
@@ -85,10 +85,13 @@ class Upstreams:
         return {"ok": True}, b""
 
 
-def _run(monkeypatch, rounds, *, contract=False, device="cpu", upstreams=True, null_fails=False):
+def _run(
+    monkeypatch, rounds, *, contract=False, device="cpu", upstreams=True, null_fails=False,
+    trials=20,
+):
     clock = Clock()
     monkeypatch.setattr(round_audit.time, "perf_counter", clock)
-    candidate = Candidate(clock, rounds)
+    candidate = Candidate(clock, rounds, trials=trials)
     ups = Upstreams(clock, candidate, fails=null_fails) if upstreams else None
     target = SimpleNamespace(device=device)
     session = SimpleNamespace(target=target, client=candidate, upstreams=ups, audits={})
@@ -194,3 +197,11 @@ def test_a_null_round_that_fails_is_the_harnesss_fault_and_the_candidate_continu
         _run(monkeypatch, [(1.0, 1.0)], null_fails=True)
     assert caught.value.failure.code == Code.HARNESS_ERROR
     assert "in a null round: the worker died" in caught.value.failure.reason
+
+
+def test_the_null_round_runs_no_more_trials_than_the_request_allowed(monkeypatch):
+    # a worker claiming more trials than it may run would lengthen the round it is held to
+    session, _, _, ups, *_ = _run(monkeypatch, [(1.0, 1.0)], trials=10_000)
+    (null,) = ups.sent
+    assert null["settings"]["min_trials"] == null["settings"]["max_trials"] == 100
+    assert session.audits["s"][0].calls == 100 + 3

@@ -212,7 +212,9 @@ def _audit(
     timeout_s: float,
 ) -> RoundAudit:
     """The round beside its null round, run while the candidate's worker is stopped."""
-    trials = int(answer["trials"])
+    # the candidate's process says how many trials it ran: more would lengthen the null round
+    # it is held against, so never more than the request allowed
+    trials = min(int(answer["trials"]), int(request["settings"]["max_trials"]))
     calls = trials + int(request["settings"]["warmup"]) * len(request["seeds"])
     busy_s = float(answer["busy_s"].get("candidate", 0.0))
     null_s = _null_round(session, request, trials, timeout_s + 4 * wall_s)
