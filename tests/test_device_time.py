@@ -207,7 +207,7 @@ def _pick(seed):
     result = ScenarioResult(Scenario("s", {}))
     with pytest.raises(judge_module.WorkerFailure):
         judge_module._check_timed(session, result, {"seeds": [1, 2, 3], "rng_seed": 9},
-                                  list(range(40)))
+                                  {"kept": list(range(40))})
     return client.chosen[0]
 
 

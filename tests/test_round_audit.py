@@ -105,7 +105,7 @@ def test_an_honest_round_is_kept_as_it_is_and_its_null_twin_ran_with_the_candida
     monkeypatch,
 ):
     session, scenario, cand, ups, header, sent, answers = _run(monkeypatch, [(1.0, 1.0)])
-    assert sent == REQUEST and len(cand.sent) == 1 and len(answers) == 1
+    assert sent == {**REQUEST, "commit": True} and len(cand.sent) == 1 and len(answers) == 1
     assert "audit_factor" not in header and header["stats"]["candidate"]["median_us"] == 100.0
     (null,) = ups.sent
     assert ups.candidate_stopped == [True]
@@ -186,7 +186,7 @@ def test_the_workers_null_round_makes_the_same_inputs_and_calls_no_kernel():
         "upstreams": [], "settings": dataclasses.asdict(settings), "rng_seed": 3,
     })  # fmt: skip
     assert reply["trials"] == 4 and set(reply["stats"]) == {"null"}
-    assert reply["kept"] == []  # nothing of a candidate's to keep
+    assert reply["kept"] == [0, 1, 2, 3] and "digests" not in reply  # kept as a candidate's
 
 
 

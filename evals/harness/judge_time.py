@@ -24,6 +24,7 @@ from evals.harness.session import (
     timing_seeds,
     unpack,
 )
+from evals.harness.timed_commit import Commitment
 from evals.harness.timing import TimingSettings, call_seed
 from evals.harness.timing_record import record_timing, settled
 from evals.harness.verdict import ScenarioResult
@@ -62,7 +63,7 @@ def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) 
             break
     record_timing(session, result, header, attempts=attempt + 1)
     round_audit.conclude(session, result)
-    failure = _check_timed(session, result, request, header.get("kept", []))
+    failure = _check_timed(session, result, request, header)
     return (
         failure
         or wall_check.check(session, scenario, result, seeds=request["seeds"])
@@ -177,20 +178,30 @@ def _check_timed(
     session: Session,
     result: ScenarioResult,
     request: dict[str, Any],
-    kept: list[int],
+    answer: dict[str, Any],
     *,
     per_set: int = TIMED_CHECKS_PER_SET,
 ) -> Failure | None:
     """Timed outputs chosen at random after the calls were made must be right too.
 
-    Up to ``per_set`` of each input set's timed calls, drawn from the trials
-    the worker kept with a generator seeded from the run's secret seed; ``request`` is the
-    time request, whose seeds rebuild each chosen call's inputs (with its fresh q).
+    Up to ``per_set`` of each input set's timed calls, drawn from the trials the worker kept
+    (``answer``, the round's) with a generator seeded from the run's secret seed; ``request``
+    is the time request, whose seeds rebuild each chosen call's inputs (with its fresh q). An
+    audited round's outputs must also be the ones it committed to
+    (:mod:`evals.harness.timed_commit`).
     """
     t0 = time.monotonic()
-    target, scenario = session.target, result.scenario
+    commitment: Commitment | None = None
+    if request.get("commit"):
+        read = Commitment.read(request, answer)
+        if isinstance(read, Failure):
+            return read
+        commitment = read
+    kept = sorted(commitment.digests) if commitment else answer.get("kept", [])
     n_sets = len(request["seeds"])
-    rng = random.Random(derive_seed(session.seed, scenario.id, "timed-check", request["rng_seed"]))
+    rng = random.Random(
+        derive_seed(session.seed, result.scenario.id, "timed-check", request["rng_seed"])
+    )
     chosen = sorted(
         trial
         for i in range(n_sets)
@@ -200,27 +211,48 @@ def _check_timed(
         )
     )
     try:
-        header, payload = session.client.request({"op": "timed_outputs", "trials": chosen})
-        outputs = unpack(session, header["tensors"], payload)
-        sets = target.make_timing_inputs(scenario, list(request["seeds"]))
-        for trial, out in zip(chosen, outputs, strict=True):
-            inputs = sets[trial % n_sets]
-            if target.timing.fresh_queries:
-                seed = call_seed(request["rng_seed"], trial, "candidate")
-                target.refill_query(scenario, inputs, seed)
-            block_seed = derive_seed(session.seed, scenario.id, "timed-block", trial)
-            (failure,) = check_sampled(target, scenario, [out], inputs, seed=block_seed)
-            if failure is not None:
-                reason = f"a timed call (trial {trial}, input set {trial % n_sets}) was wrong"
-                return Failure(Code.STALE_RESULT, f"{reason}: {failure.reason}")
+        failure = _check_chosen(session, result, request, chosen, commitment)
     finally:
         result.seconds["time_check"] = time.monotonic() - t0
         session.tally.reference_s += result.seconds["time_check"]
-    fresh = " (a fresh q before every timed call)" if target.timing.fresh_queries else ""
+    if failure is not None:
+        return failure
+    fresh = " (a fresh q before every timed call)" if session.target.timing.fresh_queries else ""
+    committed = ", each the output its round committed to" if commitment else ""
     result.checks["timed_outputs"] = (
         f"passed: {len(chosen)} timed outputs chosen at random after the calls, up to "
-        f"{per_set} of each of {n_sets} input sets{fresh}"
+        f"{per_set} of each of {n_sets} input sets{fresh}{committed}"
     )
+    return None
+
+
+def _check_chosen(
+    session: Session,
+    result: ScenarioResult,
+    request: dict[str, Any],
+    chosen: list[int],
+    commitment: Commitment | None,
+) -> Failure | None:
+    """Fetch the ``chosen`` trials' outputs and check each (its commitment, then accuracy)."""
+    target, scenario = session.target, result.scenario
+    n_sets = len(request["seeds"])
+    header, payload = session.client.request({"op": "timed_outputs", "trials": chosen})
+    outputs = unpack(session, header["tensors"], payload)
+    sets = target.make_timing_inputs(scenario, list(request["seeds"]))
+    for trial, out in zip(chosen, outputs, strict=True):
+        if commitment is not None:
+            failure = commitment.covers(out) or commitment.holds(trial, out)
+            if failure is not None:
+                return failure
+        inputs = sets[trial % n_sets]
+        if target.timing.fresh_queries:
+            seed = call_seed(request["rng_seed"], trial, "candidate")
+            target.refill_query(scenario, inputs, seed)
+        block_seed = derive_seed(session.seed, scenario.id, "timed-block", trial)
+        (failure,) = check_sampled(target, scenario, [out], inputs, seed=block_seed)
+        if failure is not None:
+            reason = f"a timed call (trial {trial}, input set {trial % n_sets}) was wrong"
+            return Failure(Code.STALE_RESULT, f"{reason}: {failure.reason}")
     return None
 
 

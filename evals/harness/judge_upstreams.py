@@ -169,9 +169,7 @@ def _candidate_round(
     """One checked timing round of the candidate: its answer, its request and any failure."""
     scenario = result.scenario
     header, request = judge_time._time_request(session, scenario, result, attempt)
-    failure = judge_time._check_timed(
-        session, result, request, header.get("kept", []), per_set=per_set
-    )
+    failure = judge_time._check_timed(session, result, request, header, per_set=per_set)
     if failure is None:
         issue = header.get("issue", {}).get("candidate")
         failure = wall_check.check(

@@ -7,7 +7,8 @@ bounds that from other calls, made later under other load, so it must allow 2.5x
 reads the very calls whose figures count: the parent times each candidate ``time`` request on
 its own clock, then, in the upstreams' worker (a process that never loads the candidate), the
 same round with a kernel that does nothing (``{"null": true}``: the same input sets from the
-same seeds, the same warm-up, trials and fresh queries). What the candidate's round took
+same seeds, the same warm-up, trials and fresh queries, keeping and digesting its outputs as
+the candidate's round does). What the candidate's round took
 beyond that is its calls' time, which their own reports (busy seconds, warm-up included)
 must explain:
 
@@ -18,6 +19,15 @@ for a core reported the wait too); what differs is only the round's own work aro
 calls, measured in another process at another moment, hence the share of the null round
 allowed on top, with a margin per call. A forged clock cannot slow the parent's, and a
 call's work is inside the round, since its inputs (a fresh q a call) are made there.
+
+The round's answer also commits to a digest of each output it kept
+(:mod:`evals.harness.timed_commit`): the work the parent later checks was done inside the
+round this audit clocks, not when the outputs are fetched, which no clock covers.
+
+The bound is on the round's busy seconds, not on the median that is scored: beside other
+load an honest round's calls take 1.5-2x their median on average (the median leaves out the
+calls that waited for a core, the round's time does not), so a worker that reports its
+calls' true busy seconds beside a forged median is bounded by the wall-clock check alone.
 
 A round over the bound is timed again on new seeds; where the last of them is still over it,
 the candidate's figures are scaled up by the factor its reports fall short by, and from
@@ -162,6 +172,8 @@ def audited_round(
     """
     client = session.client
     audited = session.target.device == "cpu" and session.upstreams is not None
+    if audited:  # its answer commits to its kept outputs (evals.harness.timed_commit)
+        request = {**request, "commit": True}
     for attempt in range(AUDIT.rounds if audited else 1):
         sent = request if attempt == 0 else _reseeded(request, attempt)
         if not audited:

@@ -27,6 +27,7 @@ from evals.harness.candidate_errors import (
     candidate_error,
     poisoned_allocations,
 )
+from evals.harness.digest import digests
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.gpu import release_cached_memory
 from evals.harness.guards import (
@@ -188,7 +189,8 @@ class Worker:
                 self.target.refill_query(
                     scenario, inputs[index], call_seed(req["rng_seed"], trial, name)
                 )
-            self.timed.expect(trial if name == "candidate" else None)
+            # the null round keeps its outputs as the candidate's round does (the same work)
+            self.timed.expect(trial if name in ("candidate", "null") else None)
 
         start = time.perf_counter()
         try:
@@ -203,9 +205,14 @@ class Worker:
             raise
         except Exception as exc:
             raise candidate_error(exc) from exc
+        kept = sorted(self.timed.outputs)
+        commit: dict[str, list[str]] = {}
+        if req.get("commit"):  # inside the round, so inside the parent's clock on it
+            commit["digests"] = digests([self.timed.outputs[t] for t in kept], int(req["rng_seed"]))
         return {
             "ok": True,
-            "kept": sorted(self.timed.outputs),
+            "kept": kept,
+            **commit,
             "unsupported": unsupported,
             "stats": {name: st.to_json() for name, st in run.stats.items()},
             "latency": {name: st.to_json() for name, st in run.latency.items()},
@@ -319,9 +326,15 @@ _NOTHING_TIMED: dict[str, Any] = {
 
 
 def _null_call(inputs: Inputs) -> Callable[[], torch.Tensor]:
-    """A call that does nothing and returns a tensor of the inputs (the audit's null round)."""
+    """A call that does nothing and returns a tensor of the inputs (the audit's null round).
+
+    The query where there is one: an output's shape and dtype, so that keeping and digesting
+    the null round's outputs costs what the candidate's cost.
+    """
+    query = inputs.get("q")
     first = next(t for t in inputs.values() if isinstance(t, torch.Tensor))
-    return lambda: first
+    out = query if isinstance(query, torch.Tensor) else first
+    return lambda: out
 
 
 def _spread(runs: list[torch.Tensor]) -> tuple[float, float]:
