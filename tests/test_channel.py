@@ -42,12 +42,15 @@ def test_several_tensors_of_mixed_sizes_travel_in_one_payload_and_come_back_equa
         assert x.dtype == y.dtype and torch.equal(x, y)
 
 
-def test_a_large_payload_arrives_whole_through_the_socket():
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_large_payload_arrives_whole_through_the_socket(pinned):
+    # pinned: into page-locked memory where there is a GPU, else (here) a pageable buffer
     t = torch.arange(3 << 20, dtype=torch.int32)  # 12 MiB: many socket reads
     metas, payload = channel.pack_tensors([t])
     a, b = socket.socketpair()
     sender = threading.Thread(target=channel.send, args=(a, {"m": metas}, payload))
     sender.start()
-    header, received = channel.recv(b, time.monotonic() + 30)
+    header, received = channel.recv(b, time.monotonic() + 30, pinned=pinned)
     sender.join()
-    assert torch.equal(channel.unpack_tensors(header["m"], received)[0], t)
+    (back,) = channel.unpack_tensors(header["m"], received)
+    assert torch.equal(back, t)

@@ -234,13 +234,17 @@ class WorkerClient:
     def _receive(self, deadline: float, doing: str) -> tuple[dict[str, Any], channel.Buffer]:
         assert self.sock is not None
         try:
-            return channel.recv(self.sock, deadline)
+            return channel.recv(self.sock, deadline, pinned=self.target.device == "cuda")
         except TimeoutError:
             self.kill()
             reason = f"no answer within {self.target.limits.call_timeout_s:.0f} s ({doing}): hang"
             raise WorkerFailure(Failure(Code.TIMEOUT, reason)) from None
         except (channel.ChannelClosed, OSError, ValueError):
             raise WorkerFailure(self._death(doing)) from None
+        except MemoryError:  # a length no honest answer has: the parent cannot hold it
+            self.kill()
+            reason = f"the worker's answer ({doing}) announced more bytes than the parent can hold"
+            raise WorkerFailure(Failure(Code.CRASH, reason)) from None
 
     def _death(self, doing: str) -> Failure:
         assert self.proc is not None
