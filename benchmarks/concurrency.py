@@ -22,7 +22,8 @@ the scores, and the self-checks' geomeans. Writes ``OUT/concurrency.json`` and `
         --out /tmp/concurrency
 
 Exit status: 0 every sample scored and every self-check within 1.00 +/- 0.01; 1 otherwise (the
-figures are still printed and written); 2 bad input.
+figures are still printed and written); 2 bad input; 130 interrupted (Ctrl-C, or ``timeout -s
+INT``): the rounds done and the interrupted round's finished self-checks are printed and written.
 """
 
 from __future__ import annotations
@@ -54,6 +55,14 @@ class SelfCheck:
     wall_s: float
     error: str | None = None
     lock_held_s: float = 0.0
+
+
+class Interrupted(Exception):
+    """The round's eval was interrupted before it wrote a log; ``checks``: the self-checks done."""
+
+    def __init__(self, checks: list[SelfCheck]) -> None:
+        super().__init__("interrupted")
+        self.checks = checks
 
 
 @dataclass
@@ -153,7 +162,7 @@ def run_round(args: argparse.Namespace, agents: int, targs: dict[str, str], suit
 
     thread = threading.Thread(target=beside, daemon=True)
     thread.start()
-    [log] = inspect_eval(
+    logs = inspect_eval(
         args.task,
         solver=kernel_agent(attempts=1),
         model=model,
@@ -164,9 +173,11 @@ def run_round(args: argparse.Namespace, agents: int, targs: dict[str, str], suit
         metadata={"benchmark": "concurrency", "agents": agents},
         display="plain",
     )
+    if not logs:  # interrupted: no log; a self-check still running dies with the process
+        raise Interrupted(list(checks))
     thread.join()
     wall = time.monotonic() - t0
-    return summarise(log, agents, wall, checks)
+    return summarise(logs[0], agents, wall, checks)
 
 
 def summarise(log: Any, agents: int, wall: float, checks: list[SelfCheck]) -> Round:
@@ -247,16 +258,39 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     targs = {**dict(pairs), "sandbox": "local"}
-    rounds = []
+    rounds: list[Round] = []
     for agents in args.agents or [1, 2, 4]:
         print(f"== {agents} agent(s) at once", flush=True)
-        rounds.append(run_round(args, agents, targs, suite))
-        (args.out / "concurrency.json").write_text(
-            json.dumps([asdict(r) for r in rounds], indent=2)
-        )
+        try:
+            rounds.append(run_round(args, agents, targs, suite))
+        except Interrupted as stop:
+            return interrupted(args.out, rounds, agents, stop.checks)
+        write(args.out, rounds)
         print(table(rounds[-1:]), flush=True)
     print("\n" + table(rounds))
     return 0 if passed(rounds) else 1
+
+
+def write(out: Path, rounds: list[Round], extra: dict[str, Any] | None = None) -> None:
+    """``OUT/concurrency.json``: the rounds done (and ``extra``, e.g. an interrupted round)."""
+    doc: Any = [asdict(r) for r in rounds]
+    if extra is not None:
+        doc = {"rounds": doc, **extra}
+    (out / "concurrency.json").write_text(json.dumps(doc, indent=2))
+
+
+def interrupted(out: Path, rounds: list[Round], agents: int, checks: list[SelfCheck]) -> int:
+    """Print and write what an interrupted run finished; the exit status 130."""
+    write(
+        out, rounds, {"interrupted": {"agents": agents, "self_checks": [asdict(c) for c in checks]}}
+    )
+    print(f"interrupted during the round of {agents} agent(s): no log of it", file=sys.stderr)
+    if rounds:
+        print("\n" + table(rounds))
+    for c in checks:
+        said = f"{c.geomean:.4f}x" if c.geomean else f"failed: {c.error}"
+        print(f"self-check beside {agents} agent(s), interrupted round: {said} ({c.wall_s:.1f} s)")
+    return 130
 
 
 if __name__ == "__main__":

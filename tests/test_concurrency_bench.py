@@ -76,3 +76,16 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and said in lines[0], done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_an_interrupted_round_keeps_the_rounds_and_self_checks_done(tmp_path, capsys):
+    # `timeout -s INT` on the H200: Inspect returned no log, and the script used to die on it
+    check = bench.SelfCheck(1.001, 0.0, 0.0, 32.5, None)
+    status = bench.interrupted(tmp_path, [_round([0.17], [1.002])], 2, [check])
+    assert status == 130
+    doc = bench.json.loads((tmp_path / "concurrency.json").read_text())
+    assert len(doc["rounds"]) == 1 and doc["interrupted"]["agents"] == 2
+    assert doc["interrupted"]["self_checks"][0]["geomean"] == 1.001
+    out = capsys.readouterr()
+    assert "interrupted during the round of 2 agent(s)" in out.err
+    assert "interrupted round: 1.0010x" in out.out and "0.1700x" in out.out

@@ -52,6 +52,44 @@ def test_a_gpu_candidate_over_the_host_issue_cap_fails(issue, failed):
         assert failure is None and result.checks["host_issue"].startswith("passed")
 
 
+@pytest.mark.parametrize(("again_us", "failed"), [(300.0, False), (520.0, True)])
+def test_a_candidate_over_the_host_issue_cap_is_judged_again_side_by_side(
+    monkeypatch, again_us, failed
+):
+    # first 577 us against FA3's 191 us (FA3 judged against itself beside four building
+    # agents, on the H200); side by side the cap is 2 x the upstream's issue in that round
+    result = _result({"candidate": 577.0, "fa3": 191.0})
+    rounds = []
+
+    def side_by_side(session, result, attempt, *, per_set, wall_key):
+        rounds.append((attempt, wall_key))
+        cand = {"issue": {"candidate": _stats(again_us).to_json()}}
+        return SimpleNamespace(headers=[cand, {"issue": {"fa3": _stats(250.0).to_json()}}]), None
+
+    monkeypatch.setattr(up_module, "_side_by_side", side_by_side)
+    failure = up_module._host_issue(_session("cuda"), result)
+    assert rounds == [(up_module.HOST_ISSUE_ROUND, "host_issue_wall_clock")]
+    if failed:
+        assert failure is not None and failure.code == Code.HOST_WORK
+        assert "520 us on the host" in failure.reason
+    else:
+        assert failure is None and "side by side; first the call spent 577 us" in (
+            result.checks["host_issue"])
+        assert any("host issue judged side by side" in f for f in result.flags)
+
+
+def test_a_candidate_within_the_host_issue_cap_is_not_judged_again(monkeypatch):
+    monkeypatch.setattr(up_module, "_side_by_side", lambda *a, **k: pytest.fail("re-judged"))
+    assert up_module._host_issue(_session("cuda"), _result({"candidate": 30.0})) is None
+
+
+def test_a_side_by_side_round_that_fails_its_checks_fails_the_scenario(monkeypatch):
+    wrong = judge_module.Failure(Code.STALE_RESULT, "a timed call was wrong")
+    monkeypatch.setattr(up_module, "_side_by_side", lambda *a, **k: (None, wrong))
+    result = _result({"candidate": 900.0, "fa3": 100.0})
+    assert up_module._host_issue(_session("cuda"), result) is wrong
+
+
 def test_the_host_issue_cap_does_not_apply_on_the_cpu():
     # on the CPU the host is the device: its issue time is the work itself
     assert judge_module._host_issue(_session("cpu"), _result({"candidate": 1e6})) is None

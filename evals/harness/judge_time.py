@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from evals.harness import round_audit, wall_check
@@ -25,7 +26,7 @@ from evals.harness.session import (
     unpack,
 )
 from evals.harness.timed_commit import Commitment
-from evals.harness.timing import TimingSettings, call_seed
+from evals.harness.timing import TimingSettings, TimingStats, call_seed
 from evals.harness.timing_record import record_timing, settled
 from evals.harness.verdict import ScenarioResult
 from evals.harness.worker_client import WorkerFailure
@@ -152,17 +153,24 @@ def _tally_answer(session: Session, result: ScenarioResult, answer: dict[str, An
         result.seconds[part] = result.seconds.get(part, 0.0) + float(answer.get(key, 0.0))
 
 
-def _host_issue(session: Session, result: ScenarioResult) -> Failure | None:
+def _host_issue(
+    session: Session,
+    result: ScenarioResult,
+    issue: Mapping[str, TimingStats] | None = None,
+) -> Failure | None:
     """GPU: the candidate's host issue time must stay within the cap (no work on the host).
 
     Device time hides the host's issue work behind a spin, so work on the host must not be a
     way to compute: the cap is the larger of :data:`HOST_ISSUE_CAP_US` and
-    :data:`HOST_ISSUE_UPSTREAM_FACTOR` times the slowest upstream's issue time.
+    :data:`HOST_ISSUE_UPSTREAM_FACTOR` times the slowest upstream's issue time. ``issue``:
+    the median issue times (microseconds) by name, the scenario's own (``result.issue``)
+    where not given.
     """
-    cand = result.issue.get("candidate")
+    issue = result.issue if issue is None else issue
+    cand = issue.get("candidate")
     if session.target.device != "cuda" or cand is None:
         return None
-    ups = [st.median_us for name, st in result.issue.items() if name != "candidate"]
+    ups = [st.median_us for name, st in issue.items() if name != "candidate"]
     cap = max(HOST_ISSUE_CAP_US, HOST_ISSUE_UPSTREAM_FACTOR * max(ups, default=0.0))
     if cand.median_us > cap:
         reason = (
