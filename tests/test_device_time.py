@@ -66,9 +66,16 @@ def test_a_candidate_over_the_host_issue_cap_is_judged_again_side_by_side(
         cand = {"issue": {"candidate": _stats(again_us).to_json()}}
         return SimpleNamespace(headers=[cand, {"issue": {"fa3": _stats(250.0).to_json()}}]), None
 
+    def count_lower(session, result, side, *, why):
+        rounds.append(why)
+        return "first", None
+
     monkeypatch.setattr(up_module, "_side_by_side", side_by_side)
+    monkeypatch.setattr(up_module, "_count_lower", count_lower)
     failure = up_module._host_issue(_session("cuda"), result)
-    assert rounds == [(up_module.HOST_ISSUE_ROUND, "host_issue_wall_clock")]
+    assert rounds[0] == (up_module.HOST_ISSUE_ROUND, "host_issue_wall_clock")
+    # where the side-by-side round holds, the lower of the two speedups counts
+    assert rounds[1:] == ([] if failed else ["host issue"])
     if failed:
         assert failure is not None and failure.code == Code.HOST_WORK
         assert "520 us on the host" in failure.reason
