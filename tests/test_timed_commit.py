@@ -21,7 +21,8 @@ from evals.harness.targets import get_target
 from evals.harness.timed_commit import Commitment
 from evals.harness.verdict import ScenarioResult
 
-REQUEST = {"seeds": [1, 2, 3], "rng_seed": 9, "commit": True}
+SETTINGS = {"min_trials": 5, "max_trials": 100}
+REQUEST = {"seeds": [1, 2, 3], "rng_seed": 9, "commit": True, "settings": SETTINGS}
 
 
 def _outputs(n, numel=64):
@@ -55,6 +56,8 @@ def test_an_honest_round_commits_to_every_kept_output():
         ({**_answer(), "kept": [True, *range(1, 12)]}, "not a list of trial numbers"),
         ({**_answer(), "trials": 0}, "reported 0 timed calls"),
         ({**_answer(), "trials": None}, "reported None timed calls"),
+        ({**_answer(), "trials": 4}, "outside the 5-100 it runs"),  # fewer than min_trials
+        ({**_answer(), "trials": 101}, "outside the 5-100 it runs"),
     ],
 )
 def test_a_broken_commitment_is_a_timing_mismatch(answer, why):

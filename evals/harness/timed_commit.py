@@ -8,8 +8,9 @@ So an audited round's answer carries a digest (:mod:`evals.harness.digest`) of e
 kept, made inside the round and so inside the parent's clock on it, and the parent holds it
 to three things:
 
-- it kept every timed call's output, up to what the keep cap allows (the trials are
-  ``0 .. trials - 1``; an honest worker drops outputs only past ``KEEP_TIMED_BYTES``);
+- it ran as many timed calls as the request's trial bounds allow, and kept every one's
+  output, up to what the keep cap allows (the trials are ``0 .. trials - 1``; an honest
+  worker drops outputs only past ``KEEP_TIMED_BYTES``);
 - one digest per kept output;
 - each output fetched later is the one committed to (and, as before, right).
 
@@ -51,6 +52,11 @@ class Commitment:
         kept, digests, trials = answer.get("kept"), answer.get("digests"), answer.get("trials")
         if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
             return _broken(f"it reported {trials!r} timed calls")
+        settings = request.get("settings", {})
+        high = int(settings.get("max_trials", trials))
+        low = min(int(settings.get("min_trials", 1)), high)
+        if not low <= trials <= high:  # every round runs min_trials, and never past max_trials
+            return _broken(f"it reported {trials} timed calls, outside the {low}-{high} it runs")
         if not isinstance(kept, list) or not all(
             isinstance(t, int) and not isinstance(t, bool) for t in kept
         ):
