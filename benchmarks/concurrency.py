@@ -219,14 +219,17 @@ def table(rounds: list[Round]) -> str:
             f"  {r.lock_busy:9.2f}  {r.timing_share:11.3f}  {waits:>15}"
             f"  {sum(r.build_s):12.1f}  {scores}"
         )
-    for r in rounds:
-        for c in r.self_checks:
-            said = f"{c.geomean:.4f}x" if c.geomean else f"failed: {c.error}"
-            lines.append(
-                f"self-check beside {r.agents} agent(s): {said} (started at {c.started_s:.1f} s, "
-                f"waited {c.lock_waited_s:.1f} s for the lock, {c.wall_s:.1f} s)"
-            )
+    lines += [self_check_line(r.agents, c) for r in rounds for c in r.self_checks]
     return "\n".join(lines)
+
+
+def self_check_line(agents: int, c: SelfCheck, *, round_: str = "") -> str:
+    """One self-check's line (``round_``: e.g. ", interrupted round")."""
+    said = f"{c.geomean:.4f}x" if c.geomean else f"failed: {c.error}"
+    return (
+        f"self-check beside {agents} agent(s){round_}: {said} (started at {c.started_s:.1f} s, "
+        f"waited {c.lock_waited_s:.1f} s for the lock, {c.wall_s:.1f} s)"
+    )
 
 
 def passed(rounds: list[Round]) -> bool:
@@ -288,8 +291,7 @@ def interrupted(out: Path, rounds: list[Round], agents: int, checks: list[SelfCh
     if rounds:
         print("\n" + table(rounds))
     for c in checks:
-        said = f"{c.geomean:.4f}x" if c.geomean else f"failed: {c.error}"
-        print(f"self-check beside {agents} agent(s), interrupted round: {said} ({c.wall_s:.1f} s)")
+        print(self_check_line(agents, c, round_=", interrupted round"))
     return 130
 
 

@@ -52,9 +52,8 @@ class Commitment:
         kept, digests, trials = answer.get("kept"), answer.get("digests"), answer.get("trials")
         if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
             return _broken(f"it reported {trials!r} timed calls")
-        settings = request.get("settings", {})
-        high = int(settings.get("max_trials", trials))
-        low = min(int(settings.get("min_trials", 1)), high)
+        high = int(request["settings"]["max_trials"])
+        low = min(int(request["settings"]["min_trials"]), high)
         if not low <= trials <= high:  # every round runs min_trials, and never past max_trials
             return _broken(f"it reported {trials} timed calls, outside the {low}-{high} it runs")
         if not isinstance(kept, list) or not all(

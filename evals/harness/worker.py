@@ -332,9 +332,10 @@ def _null_call(inputs: Inputs) -> Callable[[], torch.Tensor]:
     the null round's outputs costs what the candidate's cost.
     """
     query = inputs.get("q")
+    if isinstance(query, torch.Tensor):
+        return lambda: query
     first = next(t for t in inputs.values() if isinstance(t, torch.Tensor))
-    out = query if isinstance(query, torch.Tensor) else first
-    return lambda: out
+    return lambda: first
 
 
 def _spread(runs: list[torch.Tensor]) -> tuple[float, float]:
