@@ -67,6 +67,7 @@ def _phase_line(timing: dict[str, float]) -> list[str]:
     names = {
         "prepare_s": "prepare",
         "static_checks_s": "static checks",
+        "start_s": "worker start",
         "setup_s": "setup",
         "verify_s": "verify",
         "probe_s": "probe",

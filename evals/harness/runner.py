@@ -29,7 +29,8 @@ from evals.harness.session import Progress
 from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
 from evals.harness.verdict import ScenarioResult, Verdict
-from evals.harness.worker_client import WorkerClient, WorkerFailure
+from evals.harness.warm_start import StartFailure, start_workers
+from evals.harness.worker_client import WorkerClient
 
 Command = Literal["check", "bench", "score"]
 Notify = Callable[[str], None]
@@ -245,6 +246,7 @@ def _finish(
         "trace_s": tally.trace_s,
         "unpack_s": tally.unpack_s,
         **{f"{part}_s": sum(r.seconds.get(part, 0.0) for r in verdict.results) for part in parts},
+        "start_s": tally.start_s,
         "setup_s": tally.setup_s,
         "requests_s": tally.requests_s,
         "worker_s": tally.worker_s,
@@ -344,19 +346,38 @@ def _judge_locked(
     settings: RunSettings,
     held: LockRecord | None,
 ) -> None:
-    """Judge every scenario holding the device's lock: one measurement at a time per device.
+    """Start the workers, then judge every scenario holding the device's lock.
 
-    ``held``: the lock this run took before its build (a CPU target's), kept rather than taken
-    again: a second ``flock`` from another descriptor of this process would wait on itself.
+    The workers start and warm up first (:mod:`evals.harness.warm_start`): on a GPU target
+    before the lock is taken, since nothing of it measures. ``held``: the lock this run took
+    before its build (a CPU target's), kept rather than taken again: a second ``flock`` from
+    another descriptor of this process would wait on itself.
     """
     progress, notify = listeners
+    clients = _workers(target, library, settings)
+    cache_root = settings.cache_dir or default_cache_dir()
+    watch = footprint.Watch(cache_root) if clients[0].runs_candidate else None
+    try:
+        tally.start_s = start_workers(target, clients, scenarios, verdict.seed or 0)
+    except StartFailure as exc:
+        _protections(verdict, clients[0])
+        _fail_all(verdict, scenarios, exc.failure)
+        return
+    _protections(verdict, clients[0])
     lock = _device_lock(target, settings, notify) if held is None else contextlib.nullcontext(held)
     try:
         with lock as record:
             verdict.lock = record
-            _judge_all(verdict, target, library, scenarios, tally, progress, settings)
+            _judge_all(verdict, target, library, scenarios, tally, progress, settings, clients)
     except HarnessInputError as exc:
         _fail_all(verdict, scenarios, exc.failure)
+    finally:
+        tally.requests_s = sum(c.request_s for c in clients)
+        tally.worker_s = sum(c.worker_s for c in clients)
+        for c in clients:
+            c.close()
+        if watch is not None:
+            watch.report(verdict, clients[0].left_behind)
 
 
 def _device_lock(
@@ -377,42 +398,19 @@ def _judge_all(
     tally: Tally,
     progress: Progress | None,
     settings: RunSettings,
+    clients: list[WorkerClient],
 ) -> None:
+    """Measure the ceilings and judge every scenario with the started ``clients``."""
     assert verdict.seed is not None
     t0 = time.monotonic()
-    clients = _workers(target, library, settings)
-    cache_root = settings.cache_dir or default_cache_dir()
-    watch = footprint.Watch(cache_root) if clients[0].runs_candidate else None
-    try:
-        for c in clients:
-            c.start()
-    except WorkerFailure as exc:
-        _protections(verdict, clients[0])
-        failure = exc.failure
-        if clients[0].sock is not None:  # the candidate's started: the upstreams' failed
-            reason = f"the upstreams' worker failed to start: {failure.reason}"
-            failure = Failure(Code.HARNESS_ERROR, reason)
-        for c in clients:
-            c.close()
-        _fail_all(verdict, scenarios, failure)
-        return
-    _protections(verdict, clients[0])
-    try:
-        ceilings = target.measure_ceilings() if verdict.command != "check" else None
-        ceil_json = dataclasses.asdict(ceilings) if ceilings else None
-        verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
-        session = Session(target, clients[0], verdict.seed, verdict.command, ceilings, tally)
-        session.upstreams = clients[1] if len(clients) > 1 else None
-        session.own_kernels = _trace_setup(verdict, target, library, settings)
-        tally.setup_s = time.monotonic() - t0
-        judge_scenarios(verdict, session, scenarios, progress, keep_going=settings.keep_going)
-    finally:
-        tally.requests_s = sum(c.request_s for c in clients)
-        tally.worker_s = sum(c.worker_s for c in clients)
-        for c in clients:
-            c.close()
-        if watch is not None:
-            watch.report(verdict, clients[0].left_behind)
+    ceilings = target.measure_ceilings() if verdict.command != "check" else None
+    ceil_json = dataclasses.asdict(ceilings) if ceilings else None
+    verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
+    session = Session(target, clients[0], verdict.seed, verdict.command, ceilings, tally)
+    session.upstreams = clients[1] if len(clients) > 1 else None
+    session.own_kernels = _trace_setup(verdict, target, library, settings)
+    tally.setup_s = time.monotonic() - t0
+    judge_scenarios(verdict, session, scenarios, progress, keep_going=settings.keep_going)
 
 
 def _protections(verdict: Verdict, client: WorkerClient) -> None:

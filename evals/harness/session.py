@@ -44,8 +44,9 @@ class Tally:
     """Seconds a run spent, by where they went.
 
     Candidate calls, upstream calls, the parent's reference checks, the trace and unpacking
-    outputs; worker start-up, ceilings and the trace's kernel list (``setup_s``); all requests
-    (``requests_s``) and the worker's share of them (``worker_s``).
+    outputs; the workers' start and warm-up (``start_s``: before the lock on a GPU target);
+    ceilings and the trace's kernel list (``setup_s``); all requests (``requests_s``) and the
+    worker's share of them (``worker_s``).
     """
 
     candidate_s: float = 0.0
@@ -53,6 +54,7 @@ class Tally:
     reference_s: float = 0.0
     trace_s: float = 0.0
     unpack_s: float = 0.0
+    start_s: float = 0.0
     setup_s: float = 0.0
     requests_s: float = 0.0
     worker_s: float = 0.0

@@ -9,6 +9,7 @@ timings. The parent computes every verdict.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import random
 import resource
@@ -44,6 +45,7 @@ from evals.harness.timed_outputs import TimedOutputs
 from evals.harness.timing import Timer, TimingSettings, call_seed, measure
 from evals.harness.trace import Recorder
 from evals.harness.worker_wall import WallBatches
+from evals.harness.worker_warm import warm
 
 
 class _TraceStop(Exception):
@@ -346,13 +348,14 @@ def _spread(runs: list[torch.Tensor]) -> tuple[float, float]:
 
 def serve(sock: socket.socket, worker: Worker) -> None:
     """Answer requests until ``exit`` or until the parent goes away."""
-    handlers = {
+    handlers: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], channel.Buffer]]] = {
         "run": worker.run,
         "time": worker.time,
         "timed_outputs": worker.timed_outputs,
         "probe": worker.probe,
         "trace": worker.trace,
         "wall": WallBatches(worker).handle,
+        "warm": functools.partial(warm, worker.target),
     }
     while True:
         try:

@@ -1,0 +1,139 @@
+"""Warm start: workers start, and upstreams pay their first calls, before the device's lock.
+
+Nothing of it measures; on a GPU target it held the lock for seconds while other runs
+waited. The candidate's own code is never called by it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+
+import pytest
+
+from evals.harness import runner
+from evals.harness.failures import Code, Failure
+from evals.harness.runner import RunSettings, evaluate
+from evals.harness.targets import get_target
+from evals.harness.warm_start import StartFailure, lightest, start_workers
+from evals.harness.worker_client import WorkerClient
+from tests.helpers import ROOT, START_CPU
+
+
+def _gpu_like(target):
+    """The CPU target as the runner sees a GPU one (which builds outside its lock)."""
+    gpu_like = copy.copy(target)
+    gpu_like.device = "cuda"
+    return gpu_like
+
+
+@pytest.fixture()
+def target():
+    return get_target("cpu_attention")
+
+
+def test_lightest_is_the_scenario_moving_fewest_bytes_that_the_upstream_runs(target, monkeypatch):
+    scenarios = target.load_suite("smoke").scenarios
+    by_bytes = sorted(scenarios, key=lambda s: target.work(s).bytes)
+    assert lightest(target, scenarios, "sdpa") == by_bytes[0]
+    upstream = target.upstream("sdpa")
+    refuses = by_bytes[0].id
+    monkeypatch.setattr(type(upstream), "unsupported_reason",
+                        lambda self, s: "no" if s.id == refuses else None)
+    assert lightest(target, scenarios, "sdpa") == by_bytes[1]
+    monkeypatch.setattr(type(upstream), "unsupported_reason", lambda self, s: "no")
+    assert lightest(target, scenarios, "sdpa") is None
+
+
+def test_only_upstream_code_is_warmed_never_the_candidates(target, monkeypatch):
+    sent: list[tuple[str, dict]] = []
+
+    def spy_request(self, message, *args, **kwargs):
+        kind = "self-check" if self.candidate_upstream else "candidate" if self.library else "up"
+        sent.append((kind, message))
+        return {"ok": True, "failed": {}}, b""
+
+    monkeypatch.setattr(WorkerClient, "start", lambda self: None)
+    monkeypatch.setattr(WorkerClient, "request", spy_request)
+    scenarios = target.load_suite("smoke").scenarios
+    clients = [WorkerClient(target, START_CPU), WorkerClient(target, None),
+               WorkerClient(target, None, candidate_upstream="sdpa")]
+    start_workers(target, clients, scenarios, seed=5)
+    kinds = {kind: message for kind, message in sent}
+    assert "candidate" not in kinds  # its first calls belong to the requests that judge it
+    assert kinds["up"]["op"] == kinds["self-check"]["op"] == "warm"
+    assert set(kinds["up"]["calls"]) == {u.name for u in target.upstreams}
+    assert set(kinds["self-check"]["calls"]) == {"sdpa"}
+
+
+def test_a_gpu_targets_workers_start_before_its_lock_and_judge_inside_it(monkeypatch):
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def lock(*args, **kwargs):
+        events.append("lock")
+        yield None
+        events.append("unlock")
+
+    def spy_start(target, clients, scenarios, seed):
+        events.append("start")
+        return 0.0
+
+    real_target = get_target("cpu_attention")
+    gpu_like = _gpu_like(real_target)
+    monkeypatch.setattr(runner, "_device_lock", lock)
+    monkeypatch.setattr(runner, "start_workers", spy_start)
+    monkeypatch.setattr(runner, "_judge_all", lambda *a: events.append("judge"))
+    settings = RunSettings(command="bench", target="cpu_attention", kernel=None,
+                           candidate_upstream="sdpa")
+    verdict = runner.Verdict("bench", "cpu_attention", "smoke", {}, None, "error")
+    verdict.seed = 1
+    scenarios = real_target.load_suite("smoke").scenarios
+    runner._judge_locked(verdict, gpu_like, None, scenarios, runner.Tally(), (None, None),
+                         settings, None)
+    assert events == ["start", "lock", "judge", "unlock"]
+
+
+def test_the_warm_op_calls_each_upstream_once_and_reports_a_failure(target):
+    client = WorkerClient(target, None)
+    scenario = lightest(target, target.load_suite("smoke").scenarios, "sdpa")
+    try:
+        client.start()
+        header, _ = client.request({"op": "warm", "calls": {"sdpa": scenario.to_json()},
+                                    "seed": 3})
+        assert header["ok"] and header["failed"] == {}
+        header, _ = client.request({"op": "warm", "calls": {"nope": scenario.to_json()},
+                                    "seed": 3})
+        assert "nope" in header["failed"]  # reported, and the worker still serves
+        header, _ = client.request({"op": "warm", "calls": {}, "seed": 3})
+        assert header["ok"]
+    finally:
+        client.close()
+
+
+def test_a_worker_that_fails_to_start_fails_every_scenario_without_taking_the_lock(monkeypatch):
+    locked: list[bool] = []
+
+    def refuse(target, clients, scenarios, seed):
+        failure = Failure(Code.MISSING_ENTRY_POINT, "missing entry point kernelseek::attention")
+        raise StartFailure(failure, candidate_started=False)
+
+    monkeypatch.setattr(runner, "_device_lock", lambda *a, **k: locked.append(True))
+    monkeypatch.setattr(runner, "start_workers", refuse)
+    gpu_like = _gpu_like(get_target("cpu_attention"))
+    settings = RunSettings(command="check", target="cpu_attention", kernel=START_CPU)
+    verdict = runner.Verdict("check", "cpu_attention", "smoke", {}, None, "error")
+    scenarios = gpu_like.load_suite("smoke").scenarios
+    runner._judge_locked(verdict, gpu_like, START_CPU, scenarios, runner.Tally(), (None, None),
+                         settings, None)
+    assert verdict.failure is not None and verdict.failure.code == Code.MISSING_ENTRY_POINT
+    assert len(verdict.results) == len(scenarios) and not any(r.correct for r in verdict.results)
+    assert locked == []
+
+
+def test_a_candidate_that_fails_to_load_is_judged_as_before():
+    kernel = ROOT / "tests/data/cpu_attention/missing_entry.cpp"
+    verdict = evaluate(RunSettings(command="check", target="cpu_attention", kernel=kernel,
+                                   suite="smoke", seed=1))
+    assert verdict.failure is not None and verdict.failure.code == Code.MISSING_ENTRY_POINT
+    assert verdict.status == "failed" and all(not r.correct for r in verdict.results)
