@@ -28,7 +28,7 @@ def _result(issue):
 
 def _session(device):
     target = SimpleNamespace(device=device, timing=TimingSettings())
-    return SimpleNamespace(target=target, audits={})
+    return SimpleNamespace(target=target, audits={}, upstream_issue_us=0.0)
 
 
 @pytest.mark.parametrize(
@@ -50,6 +50,27 @@ def test_a_gpu_candidate_over_the_host_issue_cap_fails(issue, failed):
         assert "on the host" in failure.reason
     else:
         assert failure is None and result.checks["host_issue"].startswith("passed")
+
+
+def test_the_cap_rises_to_the_slowest_upstream_issue_seen_earlier_in_the_run():
+    # FA3 judged against itself beside four building agents on the H200 (session 19): its
+    # upstream rounds' medians reached 611 us on an earlier scenario; on this one the
+    # candidate's read 516 us against its own 142 us as an upstream
+    session = _session("cuda")
+    failure = judge_module._host_issue(session, _result({"candidate": 516.0, "fa3": 142.0}))
+    assert failure is not None and failure.code == Code.HOST_WORK  # nothing seen before it
+    session = _session("cuda")
+    assert judge_module._host_issue(session, _result({"candidate": 250.0, "fa3": 611.0})) is None
+    assert session.upstream_issue_us == 611.0
+    result = _result({"candidate": 516.0, "fa3": 142.0})
+    assert judge_module._host_issue(session, result) is None
+    assert result.checks["host_issue"] == "passed: 516 us <= cap 611 us"
+    # a scenario where the candidate has no figure still teaches the cap its upstreams'
+    session = _session("cuda")
+    judge_module._host_issue(session, _result({"fa3": 450.0}))
+    assert session.upstream_issue_us == 450.0
+    result = _result({"candidate": 700.0, "fa3": 142.0})
+    assert judge_module._host_issue(session, result).code == Code.HOST_WORK
 
 
 @pytest.mark.parametrize(("again_us", "failed"), [(300.0, False), (520.0, True)])

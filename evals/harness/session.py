@@ -76,6 +76,8 @@ class Session:
     """The worker that times the upstreams: a process that never loads the candidate."""
     audits: dict[str, list[RoundAudit]] = field(default_factory=dict)
     """Per scenario id, the candidate's metered timing rounds awaiting their null rounds."""
+    upstream_issue_us: float = 0.0
+    """GPU: the slowest median host issue time of any upstream round so far in this run."""
 
 
 def check_each(
