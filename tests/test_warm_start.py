@@ -16,7 +16,7 @@ from evals.harness.failures import Code, Failure
 from evals.harness.runner import RunSettings, evaluate
 from evals.harness.targets import get_target
 from evals.harness.warm_start import StartFailure, lightest, start_workers
-from evals.harness.worker_client import WorkerClient
+from evals.harness.worker_client import WorkerClient, WorkerFailure
 from tests.helpers import ROOT, START_CPU
 
 
@@ -116,7 +116,7 @@ def test_a_worker_that_fails_to_start_fails_every_scenario_without_taking_the_lo
 
     def refuse(target, clients, scenarios, seed):
         failure = Failure(Code.MISSING_ENTRY_POINT, "missing entry point kernelseek::attention")
-        raise StartFailure(failure, candidate_started=False)
+        raise StartFailure(failure)
 
     monkeypatch.setattr(runner, "_device_lock", lambda *a, **k: locked.append(True))
     monkeypatch.setattr(runner, "start_workers", refuse)
@@ -137,3 +137,31 @@ def test_a_candidate_that_fails_to_load_is_judged_as_before():
                                    suite="smoke", seed=1))
     assert verdict.failure is not None and verdict.failure.code == Code.MISSING_ENTRY_POINT
     assert verdict.status == "failed" and all(not r.correct for r in verdict.results)
+
+
+@pytest.mark.parametrize("failing", [("up",), ("candidate",), ("candidate", "up")])
+def test_a_start_failure_names_whose_worker_failed_and_closes_every_worker(
+    target, monkeypatch, failing
+):
+    closed: list[str] = []
+
+    def kind(client):
+        return "candidate" if client.library else "up"
+
+    def start(self):
+        if kind(self) in failing:
+            raise WorkerFailure(Failure(Code.LOAD_ERROR, f"{kind(self)} would not load"))
+
+    monkeypatch.setattr(WorkerClient, "start", start)
+    monkeypatch.setattr(WorkerClient, "request", lambda self, *a, **k: ({"ok": True}, b""))
+    monkeypatch.setattr(WorkerClient, "close", lambda self: closed.append(kind(self)))
+    clients = [WorkerClient(target, START_CPU), WorkerClient(target, None)]
+    with pytest.raises(StartFailure) as info:
+        start_workers(target, clients, target.load_suite("smoke").scenarios, seed=5)
+    assert sorted(closed) == ["candidate", "up"]
+    if "candidate" in failing:  # the candidate's own failure, even where both failed
+        assert info.value.failure.code == Code.LOAD_ERROR
+        assert info.value.failure.reason == "candidate would not load"
+    else:  # not the candidate's doing
+        assert info.value.failure.code == Code.HARNESS_ERROR
+        assert info.value.failure.reason.startswith("the upstreams' worker failed to start")

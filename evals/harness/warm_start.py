@@ -27,12 +27,11 @@ __all__ = ["StartFailure", "lightest", "start_workers"]
 
 
 class StartFailure(Exception):
-    """A worker failed to start: the failure the run's scenarios get, and whose it was."""
+    """A worker failed to start: the failure the run's scenarios get."""
 
-    def __init__(self, failure: Failure, *, candidate_started: bool) -> None:
+    def __init__(self, failure: Failure) -> None:
         super().__init__(failure.reason)
         self.failure = failure
-        self.candidate_started = candidate_started
 
 
 def lightest(target: Target, scenarios: Sequence[Scenario], upstream: str) -> Scenario | None:
@@ -102,6 +101,6 @@ def start_workers(
     if not isinstance(error, WorkerFailure):
         raise error
     if index == 0:
-        raise StartFailure(error.failure, candidate_started=False)
+        raise StartFailure(error.failure)
     reason = f"the upstreams' worker failed to start: {error.failure.reason}"
-    raise StartFailure(Failure(Code.HARNESS_ERROR, reason), candidate_started=True)
+    raise StartFailure(Failure(Code.HARNESS_ERROR, reason))
