@@ -4,10 +4,10 @@ Nothing here measures. A worker's start (torch's import, its CUDA context, the c
 library loaded into its sandbox) and each library's first call (FA3's module, cuBLAS and cuDNN
 handles, cuDNN kernels compiled where the JIT cache lacks them) took seconds inside the lock
 of a GPU target, while other runs waited for it: on the H200, a dev self-check's first
-scenario took 2.9 s to verify where its like took 0.3 s, and its setup 4 s. So the workers
-start together, each upstream is called once on the lightest scenario it runs, and this
-process computes one reference and baseline, all before the lock. The candidate's own code is
-never called here (its first calls belong to the requests that judge it).
+scenario took 2.9 s to verify where the shapes after it took 0.1-0.4 s, and its setup 4 s.
+So the workers start together, each upstream is called once on the lightest scenario it runs,
+and this process computes one reference and baseline, all before the lock. The candidate's
+own code is never called here (its first calls belong to the requests that judge it).
 """
 
 from __future__ import annotations
