@@ -46,9 +46,9 @@ def _warm_calls(
     """The upstreams a worker calls once (name -> scenario JSON): none in a candidate's."""
     if client.runs_candidate:
         return {}
-    names = [client.candidate_upstream] if client.candidate_upstream else []
-    if client.library is None and client.candidate_upstream is None:
-        names = [u.name for u in target.upstreams]
+    # not a candidate's: a self-check's (its one upstream) or the upstreams' own (all of them)
+    up = client.candidate_upstream
+    names = [up] if up else [u.name for u in target.upstreams]
     calls = {}
     for name in names:
         scenario = lightest(target, scenarios, name)
