@@ -129,7 +129,10 @@ def test_a_gpu_run_builds_while_another_run_holds_its_device(tmp_path, monkeypat
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path))
     lock_file = tmp_path / "cuda-fake.lock"
     events = []
-    monkeypatch.setattr(runner, "_judge_all", lambda *args: events.append(
+    monkeypatch.setattr(runner, "check_scenarios",
+                        lambda *a, **k: events.append("checked") or set())
+    monkeypatch.setattr(runner, "_ceilings", lambda *args: None)
+    monkeypatch.setattr(runner, "measure_scenarios", lambda *a, **k: events.append(
         f"judged under {_holder_of(lock_file)}"))
     _record_builds(monkeypatch, events, lock_file)
     with _held_until_waited_for("cuda-fake", events) as notify:
@@ -138,6 +141,9 @@ def test_a_gpu_run_builds_while_another_run_holds_its_device(tmp_path, monkeypat
     run = f"check cpu_attention {START_CPU}"
     builds = sorted(f"{kind} built under {HOLDER}" for kind in ("candidate", "trivial"))
     assert sorted(events[:2]) == builds, events  # built beside the other run's measurement
-    assert events[2:] == [LETS_GO, f"judged under {run}"]
-    lock = verdict.lock
-    assert lock is not None and lock.device == "cuda-fake" and lock.waited_for.endswith(HOLDER)
+    # checked beside other checkers once the measurement ended, then measured holding it alone
+    assert events[2:] == [LETS_GO, "checked", f"judged under {run}"]
+    shared, lock = verdict.check_lock, verdict.lock
+    assert shared is not None and shared.mode == "shared" and shared.waited_for.endswith(HOLDER)
+    assert lock is not None and lock.device == "cuda-fake" and lock.mode == "exclusive"
+    assert shared.released_at <= lock.acquired_at

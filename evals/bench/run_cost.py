@@ -22,6 +22,13 @@ def _seconds(found: object) -> float:
     return float(found) if isinstance(found, int | float) else 0.0
 
 
+def _held(lock: Mapping[str, Any]) -> float:
+    """Seconds a verdict's lock record was held (0 where it never was)."""
+    acquired, released = lock.get("acquired_at"), lock.get("released_at")
+    held = _seconds(released) - _seconds(acquired) if acquired and released else 0.0
+    return max(held, 0.0)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunCost:
     """One harness run, in wall seconds (``*_s``) and wall-clock instants (``*_at``, epoch s).
@@ -32,8 +39,10 @@ class RunCost:
         gpu: The leased GPU (UUID or index), or None.
         wall_s: The harness's own wall time, build included.
         build_s: Seconds building the candidate (0 when the build came from the cache).
-        lock_waited_s: Seconds waiting for the device lock while another run measured.
-        lock_held_s: Seconds holding the device lock (0 where the run never took it).
+        lock_waited_s: Seconds waiting for the device lock while another run measured (for
+            the shared hold of a GPU run's checks, then the exclusive one).
+        lock_held_s: Seconds holding the device lock exclusive (0 where the run never took it).
+        shared_held_s: Seconds a GPU run held it shared, checking beside other runs' checks.
         acquired_at: When the lock was taken (None where it never was).
         timed_calls_s: Busy seconds of the timed kernel calls, candidate's and upstreams', as
             the workers report them (the candidate's own process among them): display only.
@@ -46,6 +55,7 @@ class RunCost:
     build_s: float = 0.0
     lock_waited_s: float = 0.0
     lock_held_s: float = 0.0
+    shared_held_s: float = 0.0
     acquired_at: float | None = None
     timed_calls_s: float = 0.0
 
@@ -58,16 +68,17 @@ class RunCost:
             return cls(command=command, status="none", gpu=gpu)
         timing = verdict.get("timing") or {}
         lock = verdict.get("lock") or {}
-        acquired, released = lock.get("acquired_at"), lock.get("released_at")
-        held = _seconds(released) - _seconds(acquired) if acquired and released else 0.0
+        shared = verdict.get("check_lock") or {}
+        acquired = lock.get("acquired_at")
         return cls(
             command=command,
             status=str(verdict.get("status")),
             gpu=gpu,
             wall_s=_seconds(timing.get("wall_s")),
             build_s=_seconds(timing.get("build_s")),
-            lock_waited_s=_seconds(lock.get("waited_s")),
-            lock_held_s=max(held, 0.0),
+            lock_waited_s=_seconds(lock.get("waited_s")) + _seconds(shared.get("waited_s")),
+            lock_held_s=_held(lock),
+            shared_held_s=_held(shared),
             acquired_at=_seconds(acquired) if acquired else None,
             timed_calls_s=_seconds(timing.get("candidate_calls_s"))
             + _seconds(timing.get("upstream_calls_s")),

@@ -1,12 +1,18 @@
-"""One measurement at a time per device: an exclusive file lock around judging.
+"""One measurement at a time per device: a file lock around judging.
 
 Concurrent harness runs on one GPU (or one CPU, for CPU targets) corrupt each other's timings:
 Inspect runs epochs in parallel by default, and three runs sharing a 2-core machine moved one
-kernel's score from 0.217x to 0.806x and 0.156x. Every run therefore takes the lock of its
-device before it starts its worker and holds it until the last scenario is judged; a second
-run waits, says so, and records how long it waited. A CPU target's run takes it before its
-builds already (a compiler beside a timed run takes the cores it measures); a GPU target's
-builds run outside it, on the CPU, not on the measured GPU.
+kernel's score from 0.217x to 0.806x and 0.156x. Every run therefore holds the lock of its
+device exclusive while it measures; a second run waits, says so, and records how long it
+waited. A CPU target's run takes it before its builds already (a compiler beside a timed run
+takes the cores it measures) and keeps it to its last scenario; a GPU target's builds and
+worker starts run outside it, on the CPU, not on the measured GPU.
+
+Checks that measure nothing (a GPU target's verification and probes) take the lock *shared*:
+several runs check side by side, and none while another run measures, which takes it
+*exclusive*. A run waiting for the exclusive lock stops new checkers at a gate, so checkers
+never starve a measurement; at most :data:`SHARED_SLOTS` runs check at once (their GPU memory
+adds up).
 
 A file lock (``flock``) serialises runs on one host, containers included when they share the
 lock folder (``KERNELSEEK_LOCK_DIR``, default ``<tmp>/kernelseek-locks``): mount it into each
@@ -31,6 +37,8 @@ from evals.harness.failures import Code, Failure, HarnessInputError
 
 LOCK_DIR_ENV = "KERNELSEEK_LOCK_DIR"
 POLL_S = 0.2
+SHARED_SLOTS = 4
+"""Runs that may hold a device's lock shared at once (each holds one slot file)."""
 
 
 @dataclass
@@ -44,6 +52,7 @@ class LockRecord:
         acquired_at: When this run got the lock.
         released_at: When it gave it back (None while held).
         waited_for: The run that held it when this one asked (pid and command), if any.
+        mode: ``exclusive`` (measuring) or ``shared`` (checks beside other runs' checks).
     """
 
     device: str
@@ -52,6 +61,7 @@ class LockRecord:
     acquired_at: float = 0.0
     released_at: float | None = None
     waited_for: str | None = None
+    mode: str = "exclusive"
 
     def to_json(self) -> dict[str, object]:
         """JSON form, logged into the verdict."""
@@ -78,14 +88,16 @@ def device_lock(
     what: str,
     timeout_s: float,
     notify: Callable[[str], None] | None = None,
+    shared: bool = False,
 ) -> Iterator[LockRecord]:
-    """Hold the exclusive lock of ``device`` for the duration of the block.
+    """Hold the lock of ``device`` for the duration of the block.
 
     Args:
         device: The device's key (see :func:`device_key` of the targets).
         what: This run, in a few words, for whoever waits on it.
         timeout_s: Seconds to wait at most; then the run fails as busy.
         notify: Told once, in one line, when this run has to wait.
+        shared: Take it shared (beside other shared holders, never beside an exclusive one).
 
     Raises:
         HarnessInputError: The device stayed busy for ``timeout_s``.
@@ -93,47 +105,84 @@ def device_lock(
     folder = lock_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{device}.lock"
-    record = LockRecord(device=device, path=str(path))
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        _acquire(fd, path, record, timeout_s=timeout_s, notify=notify)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what}).encode(), 0)
+    record = LockRecord(device=device, path=str(path), mode="shared" if shared else "exclusive")
+    start = time.monotonic()
+    waiting = _Waiting(start + timeout_s, timeout_s, notify)
+    with contextlib.ExitStack() as stack:
+        fd = _open(stack, path)
+        if shared:
+            _take_slot(stack, folder, record, waiting)
+        gate = _open(stack, folder / f"{device}.gate")
+        # the gate is held only while waiting for the lock: a waiting measurement holds it,
+        # so no new checker slips in ahead of it
+        _acquire(gate, path, record, fcntl.LOCK_EX, waiting)
+        try:
+            op = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+            _acquire(fd, path, record, op, waiting)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        record.waited_s = time.monotonic() - start
+        record.acquired_at = time.time()
+        if not shared:  # whoever waits is told who measures
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what}).encode(), 0)
         try:
             yield record
         finally:
-            os.ftruncate(fd, 0)
+            if not shared:
+                os.ftruncate(fd, 0)
             record.released_at = time.time()
             fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
-def _acquire(
-    fd: int,
-    path: Path,
-    record: LockRecord,
-    *,
-    timeout_s: float,
-    notify: Callable[[str], None] | None,
+def _open(stack: contextlib.ExitStack, path: Path) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    stack.callback(os.close, fd)
+    return fd
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    deadline: float
+    timeout_s: float
+    notify: Callable[[str], None] | None
+
+
+def _take_slot(
+    stack: contextlib.ExitStack, folder: Path, record: LockRecord, waiting: _Waiting
 ) -> None:
-    """Take the lock, waiting (and saying so) while another run holds it."""
-    start = time.monotonic()
+    """Hold one of the device's :data:`SHARED_SLOTS` slot files until the stack closes."""
+    fds = [_open(stack, folder / f"{record.device}.shared{i}") for i in range(SHARED_SLOTS)]
+    while True:
+        for fd in fds:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                continue
+        _wait(record, f"{SHARED_SLOTS} runs checking on it", waiting)
+
+
+def _acquire(fd: int, path: Path, record: LockRecord, op: int, waiting: _Waiting) -> None:
+    """Take ``fd``'s lock (``op``), waiting (and saying so) while another run holds it."""
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
+            fcntl.flock(fd, op | fcntl.LOCK_NB)
+            return
         except BlockingIOError:
-            if record.waited_for is None:
-                record.waited_for = _holder(path) or "another run"
-                if notify is not None:
-                    notify(f"waiting for {record.device}: held by {record.waited_for}")
-            if time.monotonic() - start > timeout_s:
-                reason = (
-                    f"device {record.device} stayed busy for {timeout_s:.0f} s "
-                    f"(held by {record.waited_for}; lock {path})"
-                )
-                raise HarnessInputError(Failure(Code.DEVICE_BUSY, reason)) from None
-            time.sleep(POLL_S)
-    record.waited_s = time.monotonic() - start
-    record.acquired_at = time.time()
+            _wait(record, _holder(path) or "another run", waiting)
+
+
+def _wait(record: LockRecord, holder: str, waiting: _Waiting) -> None:
+    """One poll's wait; the first says who holds the device, the last fails as busy."""
+    if record.waited_for is None:
+        record.waited_for = holder
+        if waiting.notify is not None:
+            waiting.notify(f"waiting for {record.device}: held by {record.waited_for}")
+    if time.monotonic() > waiting.deadline:
+        reason = (
+            f"device {record.device} stayed busy for {waiting.timeout_s:.0f} s "
+            f"(held by {record.waited_for}; lock {record.path})"
+        )
+        raise HarnessInputError(Failure(Code.DEVICE_BUSY, reason))
+    time.sleep(POLL_S)

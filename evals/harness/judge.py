@@ -30,7 +30,15 @@ from evals.harness.verdict import ScenarioResult
 from evals.harness.verify import check_meta
 from evals.harness.worker_client import WorkerFailure
 
-__all__ = ["PHASES", "Session", "Tally", "derive_seed", "judge_scenario"]
+__all__ = [
+    "PHASES",
+    "Session",
+    "Tally",
+    "command_phases",
+    "derive_seed",
+    "judge_scenario",
+    "run_phases",
+]
 
 RACE_ULPS = 2.0
 """Runs on the same input may differ by rounding only: this many epsilons of the output dtype,
@@ -39,8 +47,14 @@ PHASES = ("verify", "probe", "time")
 """The phases of judging one scenario, in order, each timed (``ScenarioResult.seconds``)."""
 
 
-def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
-    """Verify the candidate on ``scenario`` and, for bench and score, time it."""
+def judge_scenario(
+    session: Session, scenario: Scenario, phases: tuple[str, ...] | None = None
+) -> ScenarioResult:
+    """Verify the candidate on ``scenario`` and, for bench and score, time it.
+
+    ``phases``: the phases to run, in :data:`PHASES` order (default: all the command runs);
+    :func:`run_phases` runs the rest later.
+    """
     target = session.target
     work = target.work(scenario)
     result = ScenarioResult(scenario, flops=work.flops, bytes=work.bytes)
@@ -48,14 +62,24 @@ def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
         reason = up.unsupported_reason(scenario)
         if reason is not None:
             result.unsupported[up.name] = reason
+    run_phases(session, result, command_phases(session.command) if phases is None else phases)
+    return result
+
+
+def command_phases(command: str) -> tuple[str, ...]:
+    """The phases a command judges a scenario by: ``check`` does not time."""
+    return PHASES[:2] if command == "check" else PHASES
+
+
+def run_phases(session: Session, result: ScenarioResult, phases: tuple[str, ...]) -> None:
+    """Run ``phases`` on ``result`` until one fails; its failure (or none) becomes the result's."""
     steps = {"verify": _verify, "probe": _probe, "time": time_scenario}
     failure = None
     try:
-        for name in PHASES[:2] if session.command == "check" else PHASES:
-            phase = steps[name]
+        for name in phases:
             t0 = time.monotonic()
             try:
-                failure = phase(session, scenario, result)
+                failure = steps[name](session, result.scenario, result)
             finally:
                 result.seconds[name] = time.monotonic() - t0
             if failure is not None:
@@ -63,11 +87,10 @@ def judge_scenario(session: Session, scenario: Scenario) -> ScenarioResult:
     except WorkerFailure as exc:
         failure = exc.failure
     finally:
-        if target.device == "cuda":
+        if session.target.device == "cuda":
             release_cached_memory()
     result.failure = failure
     result.correct = failure is None
-    return result
 
 
 def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:

@@ -2,19 +2,42 @@
 
 Unless told to keep going, the same crash-like failure on two scenarios in a row skips the
 rest (each would cost its full timeout or restart for the same answer).
+
+A GPU run judges in two passes (:func:`check_scenarios`, then :func:`measure_scenarios`): the
+checks that measure nothing (verification and the probes) under the device's lock shared with
+other runs' checks, then, under the lock exclusive, the timing, the trace and the upstreams.
+A scenario whose inputs could crowd another run's checks out of the GPU's memory is checked in
+the second pass instead.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from evals.harness.failures import Code, Failure
-from evals.harness.judge import Session, judge_scenario
+from evals.harness.judge import PHASES, Session, command_phases, judge_scenario, run_phases
 from evals.harness.judge_upstreams import time_all_upstreams
 from evals.harness.scenarios import Scenario
 from evals.harness.session import Progress
 from evals.harness.trace_judge import trace_all
 from evals.harness.verdict import ScenarioResult, Verdict
 
-__all__ = ["FAIL_FAST_CODES", "judge_scenarios", "repeated_crash"]
+__all__ = [
+    "FAIL_FAST_CODES",
+    "SHARED_MEMORY_SHARE",
+    "check_scenarios",
+    "judge_scenarios",
+    "measure_scenarios",
+    "repeated_crash",
+]
+
+SHARED_MEMORY_SHARE = 128
+"""A scenario is checked beside other runs' checks when its inputs and output take at most
+1/128 of the device's memory. Its checks peak at up to about ten times that, worker and this
+process together (results/measurements/h200/2026-12-03-s19), and up to
+:data:`evals.harness.device_lock.SHARED_SLOTS` runs check at once, so checkers take at most
+about half the memory, leaving the rest to a measuring run's largest scenario; a larger one is
+checked while this run holds the device alone."""
 
 
 def judge_scenarios(
@@ -30,8 +53,7 @@ def judge_scenarios(
     Unless ``keep_going``, the same crash-like failure on two scenarios in a row skips the
     rest (each would cost its full timeout or restart for the same answer).
     """
-    target = session.target
-    state = {"before": target.device_state()}
+    state = {"before": session.target.device_state()}
     for i, scenario in enumerate(scenarios):
         stop = None if keep_going else repeated_crash(verdict.results)
         if stop is not None:
@@ -40,20 +62,90 @@ def judge_scenarios(
             verdict.results.append(judge_scenario(session, scenario))
         if progress is not None:
             progress(i + 1, len(scenarios), verdict.results[-1])
+    _finish(verdict, session, progress, state)
+
+
+def check_scenarios(
+    verdict: Verdict,
+    session: Session,
+    scenarios: tuple[Scenario, ...],
+    progress: Progress | None,
+    *,
+    keep_going: bool,
+    shared_bytes: float,
+) -> set[int]:
+    """The first pass: verify and probe each scenario of at most ``shared_bytes`` of work.
+
+    Appends a result per scenario to ``verdict.results``; returns the indices of those left
+    for :func:`measure_scenarios` to check (larger ones).
+    """
+    pending: set[int] = set()
+    for i, scenario in enumerate(scenarios):
+        stop = None if keep_going else repeated_crash(verdict.results)
+        if stop is not None:
+            verdict.results.append(ScenarioResult(scenario, failure=stop))
+        elif session.target.work(scenario).bytes > shared_bytes:
+            pending.add(i)
+            verdict.results.append(ScenarioResult(scenario))
+            continue
+        else:
+            verdict.results.append(judge_scenario(session, scenario, PHASES[:2]))
+        if progress is not None:
+            progress(i + 1, len(scenarios), verdict.results[-1])
+    return pending
+
+
+def measure_scenarios(
+    verdict: Verdict,
+    session: Session,
+    pending: set[int],
+    progress: Progress | None,
+    *,
+    keep_going: bool,
+) -> None:
+    """The second pass: time each checked scenario; check and time each ``pending`` one.
+
+    Unless ``keep_going``, the same crash-like failure in two scenarios in a row of this pass
+    skips the rest of it.
+    """
+    state = {"before": session.target.device_state()}
+    results = verdict.results
+    done: list[ScenarioResult] = []
+    for i, result in enumerate(results):
+        if i not in pending and not result.correct:
+            continue
+        stop = None if keep_going else repeated_crash(done)
+        if stop is not None:
+            result.failure, result.correct = stop, False
+        elif i in pending:
+            results[i] = judge_scenario(session, result.scenario)
+        elif "time" in command_phases(session.command):
+            run_phases(session, result, ("time",))
+        done.append(results[i])
+        if progress is not None:
+            progress(i + 1, len(results), results[i])
+    _finish(verdict, session, progress, state)
+
+
+def _finish(
+    verdict: Verdict, session: Session, progress: Progress | None, state: dict[str, Any]
+) -> None:
+    """Flag skipped scenarios, then the trace of all, the upstreams, the device's state after."""
     skipped = sum(1 for r in verdict.results if r.failure and r.failure.code == Code.SKIPPED)
     if skipped:
         verdict.flags.append(
             f"stopped early: {skipped} scenario(s) skipped after the same failure on two "
             "scenarios in a row (--keep-going runs them all)"
         )
+    total = len(verdict.results)
     correct = [r.correct for r in verdict.results]
     trace_all(session, verdict.results)
     for i, (was, result) in enumerate(zip(correct, verdict.results, strict=True)):
         if was and not result.correct and progress is not None:  # failed the trace
-            progress(i + 1, len(scenarios), result)
+            progress(i + 1, total, result)
     if session.command != "check":
         time_all_upstreams(session, verdict.results, progress)
-    state["after"] = target.device_state()
+    state["after"] = session.target.device_state()
     verdict.provenance = {**verdict.provenance, "device_state": state}
 
 

@@ -104,7 +104,7 @@ def render(verdict: Verdict) -> str:
     gpu = target_folder(verdict.target).bench["device"] == "gpu"
     lines += legend(ups, with_latency=with_latency, gpu=gpu)
     lines.append(summary(verdict))
-    lines += _timing_lines(verdict.timing, verdict.lock)
+    lines += _timing_lines(verdict.timing, verdict.lock, verdict.check_lock)
     lines += protections_line(verdict.protections)
     lines += _failure_lines(verdict.results)
     lines += notes(verdict.results) + [f"note: {flag}" for flag in verdict.flags]
@@ -206,11 +206,16 @@ def protections_line(protections: Mapping[str, Any] | None) -> list[str]:
     return [f"sandbox: seccomp {protections.get('seccomp', 'unknown')} | " + ", ".join(extra)]
 
 
-def _timing_lines(t: dict[str, float], lock: LockRecord | None) -> list[str]:
-    """Where the wall time went; waiting for another run's device lock is its own term."""
+def _timing_lines(
+    t: dict[str, float], lock: LockRecord | None, shared: LockRecord | None = None
+) -> list[str]:
+    """Where the wall time went; waiting for another run's device lock is its own term.
+
+    ``shared``: a GPU run's hold of the lock for its checks, beside other runs' checks.
+    """
     if not t:
         return []
-    waited = lock.waited_s if lock else 0.0
+    waited = sum(record.waited_s for record in (lock, shared) if record is not None)
     known = t["build_s"] + t["candidate_calls_s"] + t["upstream_calls_s"] + t["reference_s"]
     wait = f" + waiting for the device lock {waited:.1f} s" if waited >= 0.05 else ""
     line = (
@@ -219,7 +224,19 @@ def _timing_lines(t: dict[str, float], lock: LockRecord | None) -> list[str]:
         f"reference checks {t['reference_s']:.1f} s{wait} + other "
         f"{t['wall_s'] - known - waited:.1f} s"
     )
-    return [line, *_phase_line(t)]
+    return [line, *_phase_line(t), *_hold_line(lock, shared)]
+
+
+def _hold_line(lock: LockRecord | None, shared: LockRecord | None) -> list[str]:
+    """How long the device's lock was held shared (checks) and alone (measuring)."""
+    if shared is None or lock is None:
+        return []
+    holds = [_held_s(shared), _held_s(lock)]
+    return [f"device lock: held shared for checks {holds[0]:.1f} s, alone {holds[1]:.1f} s"]
+
+
+def _held_s(record: LockRecord) -> float:
+    return (record.released_at or record.acquired_at) - record.acquired_at
 
 
 def _failure_lines(results: list[ScenarioResult]) -> list[str]:

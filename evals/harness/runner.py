@@ -23,7 +23,12 @@ from evals.harness.environment import environment_fault
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
 from evals.harness.judge import PHASES, Session, Tally
-from evals.harness.judge_suite import judge_scenarios
+from evals.harness.judge_suite import (
+    SHARED_MEMORY_SHARE,
+    check_scenarios,
+    judge_scenarios,
+    measure_scenarios,
+)
 from evals.harness.scenarios import Scenario, Suite
 from evals.harness.session import Progress
 from evals.harness.static_checks import check_includes, check_symbols
@@ -364,11 +369,19 @@ def _judge_locked(
         _fail_all(verdict, scenarios, exc.failure)
         return
     _protections(verdict, clients[0])
-    lock = _device_lock(target, settings, notify) if held is None else contextlib.nullcontext(held)
+    session = _session(verdict, target, library, settings, clients, tally)
     try:
-        with lock as record:
-            verdict.lock = record
-            _judge_all(verdict, target, library, scenarios, tally, progress, settings, clients)
+        if held is None and target.device == "cuda":
+            _judge_two_passes(verdict, session, scenarios, listeners, settings)
+        else:
+            lock = (
+                _device_lock(target, settings, notify)
+                if held is None
+                else contextlib.nullcontext(held)
+            )
+            with lock as record:
+                verdict.lock = record
+                _judge_all(verdict, session, scenarios, progress, settings)
     except HarnessInputError as exc:
         _fail_all(verdict, scenarios, exc.failure)
     finally:
@@ -381,36 +394,87 @@ def _judge_locked(
 
 
 def _device_lock(
-    target: Target, settings: RunSettings, notify: Notify | None
+    target: Target, settings: RunSettings, notify: Notify | None, *, shared: bool = False
 ) -> contextlib.AbstractContextManager[LockRecord]:
     """This run's hold on its device's lock, described for whoever has to wait on it."""
     what = f"{settings.command} {target.name} {settings.kernel or settings.candidate_upstream}"
     return device_lock(
-        target.device_key(), what=what, timeout_s=settings.lock_timeout_s, notify=notify
+        target.device_key(),
+        what=what,
+        timeout_s=settings.lock_timeout_s,
+        notify=notify,
+        shared=shared,
     )
+
+
+def _session(
+    verdict: Verdict,
+    target: Target,
+    library: Path | None,
+    settings: RunSettings,
+    clients: list[WorkerClient],
+    tally: Tally,
+) -> Session:
+    """The judging session over the started ``clients`` (its ceilings are measured later)."""
+    assert verdict.seed is not None
+    session = Session(target, clients[0], verdict.seed, verdict.command, None, tally)
+    session.upstreams = clients[1] if len(clients) > 1 else None
+    session.own_kernels = _trace_setup(verdict, target, library, settings)
+    return session
+
+
+def _ceilings(verdict: Verdict, session: Session) -> None:
+    """Measure the device's ceilings (they time: under the lock exclusive) into the session."""
+    t0 = time.monotonic()
+    ceilings = session.target.measure_ceilings() if verdict.command != "check" else None
+    ceil_json = dataclasses.asdict(ceilings) if ceilings else None
+    verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
+    session.ceilings = ceilings
+    session.tally.setup_s += time.monotonic() - t0
 
 
 def _judge_all(
     verdict: Verdict,
-    target: Target,
-    library: Path | None,
+    session: Session,
     scenarios: tuple[Scenario, ...],
-    tally: Tally,
     progress: Progress | None,
     settings: RunSettings,
-    clients: list[WorkerClient],
 ) -> None:
-    """Measure the ceilings and judge every scenario with the started ``clients``."""
-    assert verdict.seed is not None
-    t0 = time.monotonic()
-    ceilings = target.measure_ceilings() if verdict.command != "check" else None
-    ceil_json = dataclasses.asdict(ceilings) if ceilings else None
-    verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
-    session = Session(target, clients[0], verdict.seed, verdict.command, ceilings, tally)
-    session.upstreams = clients[1] if len(clients) > 1 else None
-    session.own_kernels = _trace_setup(verdict, target, library, settings)
-    tally.setup_s = time.monotonic() - t0
+    """Measure the ceilings and judge every scenario, holding the device's lock."""
+    _ceilings(verdict, session)
     judge_scenarios(verdict, session, scenarios, progress, keep_going=settings.keep_going)
+
+
+def _judge_two_passes(
+    verdict: Verdict,
+    session: Session,
+    scenarios: tuple[Scenario, ...],
+    listeners: tuple[Progress | None, Notify | None],
+    settings: RunSettings,
+) -> None:
+    """GPU: check under the lock shared with other runs' checks, then measure holding it alone.
+
+    Verification and the probes time nothing, so several runs' checks share the GPU; timing,
+    the ceilings, the trace and the upstreams need it to themselves
+    (:mod:`evals.harness.judge_suite`).
+    """
+    progress, notify = listeners
+    device = verdict.provenance.get("device")
+    memory = float(device.get("memory_bytes") or 0) if isinstance(device, dict) else 0.0
+    with _device_lock(session.target, settings, notify, shared=True) as record:
+        verdict.check_lock = record
+        pending = check_scenarios(
+            verdict,
+            session,
+            scenarios,
+            progress,
+            keep_going=settings.keep_going,
+            shared_bytes=memory / SHARED_MEMORY_SHARE,
+        )
+    with _device_lock(session.target, settings, notify) as record:
+        verdict.lock = record
+        _ceilings(verdict, session)
+        measure_scenarios(verdict, session, pending, progress, keep_going=settings.keep_going)
 
 
 def _protections(verdict: Verdict, client: WorkerClient) -> None:

@@ -183,7 +183,10 @@ class Verdict:
     flags: list[str] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)
     lock: LockRecord | None = None
-    """The device lock this run held while judging (how long it waited, when it held it)."""
+    """The device lock this run held while judging (how long it waited, when it held it);
+    on a GPU target, held exclusive while measuring."""
+    check_lock: LockRecord | None = None
+    """GPU: the same lock held shared while checking, beside other runs' checks."""
     protections: dict[str, Any] | None = None
     """What protected the candidate's worker process: its OS sandbox (``seccomp``: ``active:
     ...``, ``audit: ...``, ``unavailable: why`` or ``off: ...``), no_new_privs, core dumps,
@@ -211,5 +214,6 @@ class Verdict:
             "flags": self.flags,
             "checks": self.checks,
             "lock": self.lock.to_json() if self.lock else None,
+            "check_lock": self.check_lock.to_json() if self.check_lock else None,
             "protections": self.protections,
         }

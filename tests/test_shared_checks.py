@@ -1,0 +1,174 @@
+"""A GPU run checks under its device's lock shared with other runs' checks, then measures alone.
+
+The lock's modes (shared beside shared, never beside exclusive; a waiting measurement stops
+new checkers at the gate; at most SHARED_SLOTS checkers), and the two passes of judging: which
+scenarios each pass judges, by which phases, and fail-fast across the second pass.
+"""
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from evals.harness import Code, judge_suite
+from evals.harness.device_lock import LOCK_DIR_ENV, SHARED_SLOTS, device_lock
+from evals.harness.failures import Failure, HarnessInputError
+from evals.harness.scenarios import Scenario
+from evals.harness.verdict import ScenarioResult, Verdict
+
+
+@pytest.fixture(autouse=True)
+def _locks(tmp_path, monkeypatch):
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+
+
+def _busy(shared: bool, timeout_s: float = 0.3) -> Failure:
+    with pytest.raises(HarnessInputError) as caught:  # noqa: SIM117 (the block must be entered)
+        with device_lock("gpu0", what="late", timeout_s=timeout_s, shared=shared):
+            pass
+    return caught.value.failure
+
+
+def test_checkers_share_the_device_and_a_measurement_waits_for_them():
+    with device_lock("gpu0", what="a", timeout_s=1, shared=True) as a:
+        with device_lock("gpu0", what="b", timeout_s=1, shared=True) as b:
+            assert a.mode == b.mode == "shared" and b.waited_s < 0.3
+        assert _busy(shared=False).code == Code.DEVICE_BUSY
+    with device_lock("gpu0", what="m", timeout_s=1) as m:
+        assert m.mode == "exclusive"
+        assert _busy(shared=True).code == Code.DEVICE_BUSY  # no check beside a measurement
+        assert "pid" in _busy(shared=False).reason  # whoever waits is told who measures
+
+
+def test_a_waiting_measurement_stops_new_checkers_at_the_gate():
+    got: list[float] = []
+
+    def measure() -> None:
+        with device_lock("gpu0", what="m", timeout_s=10):
+            got.append(time.monotonic())
+
+    with device_lock("gpu0", what="a", timeout_s=1, shared=True):
+        waiter = threading.Thread(target=measure)
+        waiter.start()
+        time.sleep(0.5)  # the measurement now waits, holding the gate
+        assert _busy(shared=True).code == Code.DEVICE_BUSY  # a new checker queues behind it
+        released = time.monotonic()
+    waiter.join(10)
+    assert got and got[0] >= released  # it measured once the first checker left
+
+
+def test_at_most_shared_slots_runs_check_at_once():
+    holders = [
+        device_lock("gpu0", what=f"c{i}", timeout_s=1, shared=True) for i in range(SHARED_SLOTS)
+    ]
+    for h in holders:
+        h.__enter__()
+    try:
+        failure = _busy(shared=True)
+        assert failure.code == Code.DEVICE_BUSY
+        assert f"{SHARED_SLOTS} runs checking" in failure.reason
+    finally:
+        for h in holders:
+            h.__exit__(None, None, None)
+    with device_lock("gpu0", what="next", timeout_s=1, shared=True) as record:
+        assert record.waited_for is None
+
+
+@dataclass
+class _Work:
+    bytes: float
+
+
+@dataclass
+class _Target:
+    sizes: dict[str, float]
+
+    def work(self, scenario: Scenario) -> _Work:
+        return _Work(self.sizes[scenario.id])
+
+    def device_state(self) -> dict[str, float]:
+        return {}
+
+
+@dataclass
+class _Session:
+    target: _Target
+    command: str = "bench"
+    calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+
+
+@pytest.fixture
+def spied(monkeypatch):
+    """judge_suite with its judging recorded: failures come from ``fail`` (id -> failure)."""
+    fail: dict[tuple[str, str], Failure] = {}
+
+    def judged(session, result, phases):
+        session.calls.append((result.scenario.id, phases))
+        found = [fail[(result.scenario.id, p)] for p in phases if (result.scenario.id, p) in fail]
+        failure = found[0] if found else None
+        result.failure, result.correct = failure, failure is None
+
+    def judge_scenario(session, scenario, phases=None):
+        result = ScenarioResult(scenario)
+        judged(session, result, phases or ("verify", "probe", "time"))
+        return result
+
+    monkeypatch.setattr(judge_suite, "judge_scenario", judge_scenario)
+    monkeypatch.setattr(judge_suite, "run_phases", judged)
+    monkeypatch.setattr(judge_suite, "trace_all", lambda session, results: None)
+    monkeypatch.setattr(judge_suite, "time_all_upstreams", lambda *a: None)
+    return fail
+
+
+def _run(sizes: dict[str, float], *, limit: float, keep_going: bool = False):
+    session = _Session(_Target(sizes))
+    verdict = Verdict("bench", "t", "dev", {}, None, "error")
+    scenarios = tuple(Scenario(id=name, params={}) for name in sizes)
+    heard: list[tuple[str, bool]] = []
+
+    def progress(done, total, result):
+        heard.append((result.scenario.id, result.correct))
+
+    pending = judge_suite.check_scenarios(
+        verdict, session, scenarios, progress, keep_going=keep_going, shared_bytes=limit
+    )
+    first = list(session.calls)
+    judge_suite.measure_scenarios(verdict, session, pending, progress, keep_going=keep_going)
+    return verdict, first, session.calls[len(first):], heard
+
+
+def test_small_scenarios_are_checked_first_and_large_ones_wholly_while_measuring(spied):
+    spied[("b", "probe")] = Failure(Code.STALE_RESULT, "stale")
+    verdict, first, second, heard = _run({"a": 1, "b": 1, "big": 9, "c": 1}, limit=4)
+    assert first == [("a", ("verify", "probe")), ("b", ("verify", "probe")),
+                     ("c", ("verify", "probe"))]
+    # b failed its checks: never timed; big is checked and timed while the device is held alone
+    assert second == [("a", ("time",)), ("big", ("verify", "probe", "time")), ("c", ("time",))]
+    assert [r.scenario.id for r in verdict.results] == ["a", "b", "big", "c"]
+    assert [r.correct for r in verdict.results] == [True, False, True, True]
+    assert ("b", False) in heard and heard[-1] == ("c", True)
+
+
+def test_the_same_crash_twice_in_the_measuring_pass_skips_the_rest(spied):
+    for name in ("a", "b"):
+        spied[(name, "time")] = Failure(Code.CRASH, "segfault")
+    verdict, _, second, _ = _run({"a": 1, "b": 1, "c": 1, "d": 1}, limit=4)
+    assert [call[0] for call in second] == ["a", "b"]  # c and d never ran
+    codes = [r.failure.code for r in verdict.results]
+    assert codes == [Code.CRASH, Code.CRASH, Code.SKIPPED, Code.SKIPPED]
+    assert any("stopped early: 2 scenario(s) skipped" in f for f in verdict.flags)
+    verdict, _, second, _ = _run({"a": 1, "b": 1, "c": 1, "d": 1}, limit=4, keep_going=True)
+    assert len(second) == 4
+
+
+def test_the_report_gives_the_shared_and_the_alone_holds():
+    from evals.harness.device_lock import LockRecord
+    from evals.harness.report import _timing_lines
+
+    timing = {k: 0.0 for k in ("build_s", "candidate_calls_s", "upstream_calls_s", "reference_s")}
+    shared = LockRecord("gpu0", "p", 2.0, acquired_at=10.0, released_at=18.5, mode="shared")
+    alone = LockRecord("gpu0", "p", waited_s=1.0, acquired_at=19.0, released_at=31.0)
+    lines = _timing_lines({**timing, "wall_s": 40.0}, alone, shared)
+    assert "waiting for the device lock 3.0 s" in lines[0]
+    assert lines[-1] == "device lock: held shared for checks 8.5 s, alone 12.0 s"
