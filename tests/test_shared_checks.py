@@ -172,3 +172,34 @@ def test_the_report_gives_the_shared_and_the_alone_holds():
     lines = _timing_lines({**timing, "wall_s": 40.0}, alone, shared)
     assert "waiting for the device lock 3.0 s" in lines[0]
     assert lines[-1] == "device lock: held shared for checks 8.5 s, alone 12.0 s"
+
+
+SMALL = ("smoke-fp32-d64-s128-h4-full", "smoke-bf16-d128-s53-h2-full-std8")
+
+
+def test_both_passes_judge_with_real_workers(monkeypatch):
+    # the two passes run on the CPU target as a GPU target runs them: real workers, the check
+    # pass's results timed in the second, the lock shared, then held alone
+    from evals.harness import runner
+    from evals.harness.build import build
+    from evals.harness.targets import get_target
+    from tests.helpers import START_CPU
+
+    target = get_target("cpu_attention")
+    built = build(target, START_CPU)
+    assert built.library is not None, built.failure
+    settings = runner.RunSettings("bench", "cpu_attention", START_CPU, suite="smoke")
+    verdict = Verdict("bench", "cpu_attention", "smoke", {}, None, "error")
+    verdict.seed = 5
+    verdict.provenance = {"device": {"memory_bytes": 1 << 40}}
+    scenarios = tuple(s for s in target.load_suite("smoke").scenarios if s.id in SMALL)
+    monkeypatch.setattr(runner, "_two_passes", lambda target, held: True)
+    runner._judge_locked(verdict, target, built.library, scenarios, runner.Tally(),
+                         (None, None), settings, None)
+    assert [r.scenario.id for r in verdict.results] == list(SMALL)
+    assert all(r.correct for r in verdict.results), [r.failure for r in verdict.results]
+    for r in verdict.results:
+        assert {"verify", "probe", "time"} <= set(r.seconds) and r.speedup("sdpa")
+    shared, alone = verdict.check_lock, verdict.lock
+    assert shared.mode == "shared" and alone.mode == "exclusive"
+    assert shared.released_at <= alone.acquired_at

@@ -371,7 +371,7 @@ def _judge_locked(
     _protections(verdict, clients[0])
     session = _session(verdict, target, library, settings, clients, tally)
     try:
-        if held is None and target.device == "cuda":
+        if _two_passes(target, held):
             _judge_two_passes(verdict, session, scenarios, listeners, settings)
         else:
             lock = (
@@ -391,6 +391,11 @@ def _judge_locked(
             c.close()
         if watch is not None:
             watch.report(verdict, clients[0].left_behind)
+
+
+def _two_passes(target: Target, held: LockRecord | None) -> bool:
+    """Whether checks share the device before measuring: a GPU's (the CPU's lock is held)."""
+    return held is None and target.device == "cuda"
 
 
 def _device_lock(
