@@ -194,12 +194,27 @@ def test_both_passes_judge_with_real_workers(monkeypatch):
     verdict.provenance = {"device": {"memory_bytes": 1 << 40}}
     scenarios = tuple(s for s in target.load_suite("smoke").scenarios if s.id in SMALL)
     monkeypatch.setattr(runner, "_two_passes", lambda target, held: True)
+    pids = []
+    check, measure = runner.check_scenarios, runner.measure_scenarios
+
+    def checked(verdict, session, *args, **kwargs):
+        found = check(verdict, session, *args, **kwargs)
+        pids.append(session.client.proc.pid)
+        return found
+
+    def measured(verdict, session, *args, **kwargs):
+        pids.append(session.client.proc.pid)
+        measure(verdict, session, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "check_scenarios", checked)
+    monkeypatch.setattr(runner, "measure_scenarios", measured)
     runner._judge_locked(verdict, target, built.library, scenarios, runner.Tally(),
                          (None, None), settings, None)
     assert [r.scenario.id for r in verdict.results] == list(SMALL)
     assert all(r.correct for r in verdict.results), [r.failure for r in verdict.results]
     for r in verdict.results:
         assert {"verify", "probe", "time"} <= set(r.seconds) and r.speedup("sdpa")
+    assert len(pids) == 2 and pids[0] != pids[1]  # measured by a fresh candidate process
     shared, alone = verdict.check_lock, verdict.lock
     assert shared.mode == "shared" and alone.mode == "exclusive"
     assert shared.released_at <= alone.acquired_at

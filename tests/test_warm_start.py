@@ -86,6 +86,8 @@ def test_a_gpu_targets_workers_start_before_its_lock_and_judge_inside_it(monkeyp
     monkeypatch.setattr(runner, "check_scenarios", lambda *a, **k: events.append("check") or set())
     monkeypatch.setattr(runner, "_ceilings", lambda *a: events.append("ceilings"))
     monkeypatch.setattr(runner, "measure_scenarios", lambda *a, **k: events.append("measure"))
+    monkeypatch.setattr(runner.WorkerClient, "kill", lambda self: events.append("kill"))
+    monkeypatch.setattr(runner, "_fresh_worker", lambda client: events.append("fresh worker"))
     settings = RunSettings(command="bench", target="cpu_attention", kernel=None,
                            candidate_upstream="sdpa")
     verdict = runner.Verdict("bench", "cpu_attention", "smoke", {}, None, "error")
@@ -94,7 +96,8 @@ def test_a_gpu_targets_workers_start_before_its_lock_and_judge_inside_it(monkeyp
     runner._judge_locked(verdict, gpu_like, None, scenarios, runner.Tally(), (None, None),
                          settings, None)
     # the checks share the device with other runs' checks; the ceilings and timing hold it alone
-    assert events == ["start", "shared lock", "check", "unlock",
+    # and the candidate's worker killed before another run may measure, started afresh outside
+    assert events == ["start", "shared lock", "check", "kill", "unlock", "fresh worker",
                       "lock", "ceilings", "measure", "unlock"]
 
 

@@ -35,7 +35,7 @@ from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
 from evals.harness.verdict import ScenarioResult, Verdict
 from evals.harness.warm_start import StartFailure, start_workers
-from evals.harness.worker_client import WorkerClient
+from evals.harness.worker_client import WorkerClient, WorkerFailure
 
 Command = Literal["check", "bench", "score"]
 Notify = Callable[[str], None]
@@ -393,6 +393,15 @@ def _judge_locked(
             watch.report(verdict, clients[0].left_behind)
 
 
+def _fresh_worker(client: WorkerClient) -> None:
+    """Start the candidate's worker afresh outside the lock (its library loaded, nothing called).
+
+    A failure here recurs in the next request, which starts it again and reports it.
+    """
+    with contextlib.suppress(WorkerFailure):
+        client.start()
+
+
 def _two_passes(target: Target, held: LockRecord | None) -> bool:
     """Whether checks share the device before measuring: a GPU's (the CPU's lock is held)."""
     return held is None and target.device == "cuda"
@@ -476,6 +485,10 @@ def _judge_two_passes(
             keep_going=settings.keep_going,
             shared_bytes=memory / SHARED_MEMORY_SHARE,
         )
+        # before another run may measure: whatever the candidate's calls left running on the
+        # GPU dies with its process (it would slow that run, or deflate this run's ceilings)
+        session.client.kill()
+    _fresh_worker(session.client)
     with _device_lock(session.target, settings, notify) as record:
         verdict.lock = record
         _ceilings(verdict, session)
