@@ -17,16 +17,19 @@
 namespace {
 std::atomic<int64_t> calls{0};
 
-// exp(x) for x <= 0: 2^(x log2 e) split into an integer power and a degree-6 polynomial.
+// exp(x) for x <= 0, to about float's precision (the contract's float32 floor is 1e-5 of v's
+// scale, and an exp off by 1.5e-5 once failed it): x = k ln2 + f with k the nearest integer
+// (ln2 split in two so f keeps its digits), |f| <= ln2 / 2, and a degree-7 polynomial in f.
 inline float soft_exp(float x) {
   if (x < -87.f) return 0.f;
   const float t = x * 1.44269504f;
-  const float fi = float(int(t) - (t < 0.f ? 1 : 0));
-  const float f = (t - fi) * 0.69314718f;
-  float p = 1.f + f * (1.f + f * (0.5f + f * (1.f / 6 + f * (1.f / 24 + f * (1.f / 120 + f / 720)))));
+  const int k = int(t - 0.5f);  // t <= 0: truncation of t - 0.5 rounds to the nearest
+  const float f = (x - float(k) * 0.693145752f) - float(k) * 1.42860677e-6f;
+  float p = 1.f + f * (1.f + f * (0.5f + f * (1.f / 6 + f * (1.f / 24 + f * (1.f / 120 +
+                f * (1.f / 720 + f / 5040))))));
   int32_t bits;
   std::memcpy(&bits, &p, 4);
-  bits += int32_t(fi) << 23;
+  bits += int32_t(k) << 23;
   std::memcpy(&p, &bits, 4);
   return p;
 }
