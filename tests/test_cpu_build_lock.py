@@ -16,6 +16,7 @@ import os
 import threading
 
 from evals.harness import Code, baseline_prebuild, runner
+from evals.harness import judge_locked as locked
 from evals.harness.device_lock import LOCK_DIR_ENV, device_lock
 from evals.harness.runner import RunSettings, evaluate
 from tests.helpers import START_CPU, failures_of
@@ -129,10 +130,10 @@ def test_a_gpu_run_builds_while_another_run_holds_its_device(tmp_path, monkeypat
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path))
     lock_file = tmp_path / "cuda-fake.lock"
     events = []
-    monkeypatch.setattr(runner, "check_scenarios",
+    monkeypatch.setattr(locked, "check_scenarios",
                         lambda *a, **k: events.append("checked") or set())
-    monkeypatch.setattr(runner, "_ceilings", lambda *args: None)
-    monkeypatch.setattr(runner, "measure_scenarios", lambda *a, **k: events.append(
+    monkeypatch.setattr(locked, "_ceilings", lambda *args: None)
+    monkeypatch.setattr(locked, "measure_scenarios", lambda *a, **k: events.append(
         f"judged under {_holder_of(lock_file)}"))
     _record_builds(monkeypatch, events, lock_file)
     with _held_until_waited_for("cuda-fake", events) as notify:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from evals.harness import Code
-from evals.harness.device_lock import LOCK_DIR_ENV, device_lock
+from evals.harness.device_lock import LOCK_DIR_ENV, LockRecord, device_lock
 from evals.harness.failures import HarnessInputError
 from tests.helpers import ROOT, START_CPU
 
@@ -52,3 +52,15 @@ def test_a_run_that_cannot_get_the_device_fails_as_busy_not_as_the_candidate(tmp
     assert heard == [f"waiting for cpu: held by pid {os.getpid()}: first run"]
     with device_lock("cpu", what="third run", timeout_s=1) as record:  # free again
         assert record.waited_s < 1 and record.waited_for is None
+
+
+def test_a_lock_record_reads_back_with_how_long_it_was_held(tmp_path, monkeypatch):
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path))
+    with device_lock("cpu", what="test", timeout_s=5, shared=True) as record:
+        assert record.held_s == 0.0  # still held
+    back = LockRecord.from_json(json.loads(json.dumps(record.to_json())))
+    assert back == record and back.mode == "shared"
+    assert back.held_s == record.released_at - record.acquired_at >= 0
+    # a record never taken, or malformed, holds nothing
+    assert LockRecord.from_json(None).held_s == 0.0
+    assert LockRecord.from_json({"acquired_at": "soon", "released_at": 5}).held_s == 0.0

@@ -180,6 +180,7 @@ SMALL = ("smoke-fp32-d64-s128-h4-full", "smoke-bf16-d128-s53-h2-full-std8")
 def test_both_passes_judge_with_real_workers(monkeypatch):
     # the two passes run on the CPU target as a GPU target runs them: real workers, the check
     # pass's results timed in the second, the lock shared, then held alone
+    from evals.harness import judge_locked as locked
     from evals.harness import runner
     from evals.harness.build import build
     from evals.harness.targets import get_target
@@ -193,9 +194,9 @@ def test_both_passes_judge_with_real_workers(monkeypatch):
     verdict.seed = 5
     verdict.provenance = {"device": {"memory_bytes": 1 << 40}}
     scenarios = tuple(s for s in target.load_suite("smoke").scenarios if s.id in SMALL)
-    monkeypatch.setattr(runner, "_two_passes", lambda target, held: True)
+    monkeypatch.setattr(locked, "_two_passes", lambda target, held: True)
     pids = []
-    check, measure = runner.check_scenarios, runner.measure_scenarios
+    check, measure = locked.check_scenarios, locked.measure_scenarios
 
     def checked(verdict, session, *args, **kwargs):
         found = check(verdict, session, *args, **kwargs)
@@ -206,9 +207,9 @@ def test_both_passes_judge_with_real_workers(monkeypatch):
         pids.append(session.client.proc.pid)
         measure(verdict, session, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "check_scenarios", checked)
-    monkeypatch.setattr(runner, "measure_scenarios", measured)
-    runner._judge_locked(verdict, target, built.library, scenarios, runner.Tally(),
+    monkeypatch.setattr(locked, "check_scenarios", checked)
+    monkeypatch.setattr(locked, "measure_scenarios", measured)
+    locked.judge_locked(verdict, target, built.library, scenarios, locked.Tally(),
                          (None, None), settings, None)
     assert [r.scenario.id for r in verdict.results] == list(SMALL)
     assert all(r.correct for r in verdict.results), [r.failure for r in verdict.results]

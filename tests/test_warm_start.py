@@ -11,6 +11,7 @@ import copy
 
 import pytest
 
+from evals.harness import judge_locked as locked
 from evals.harness import runner
 from evals.harness.failures import Code, Failure
 from evals.harness.runner import RunSettings, evaluate
@@ -81,19 +82,19 @@ def test_a_gpu_targets_workers_start_before_its_lock_and_judge_inside_it(monkeyp
 
     real_target = get_target("cpu_attention")
     gpu_like = _gpu_like(real_target)
-    monkeypatch.setattr(runner, "_device_lock", lock)
-    monkeypatch.setattr(runner, "start_workers", spy_start)
-    monkeypatch.setattr(runner, "check_scenarios", lambda *a, **k: events.append("check") or set())
-    monkeypatch.setattr(runner, "_ceilings", lambda *a: events.append("ceilings"))
-    monkeypatch.setattr(runner, "measure_scenarios", lambda *a, **k: events.append("measure"))
-    monkeypatch.setattr(runner.WorkerClient, "kill", lambda self: events.append("kill"))
-    monkeypatch.setattr(runner, "_fresh_worker", lambda client: events.append("fresh worker"))
+    monkeypatch.setattr(locked, "_device_lock", lock)
+    monkeypatch.setattr(locked, "start_workers", spy_start)
+    monkeypatch.setattr(locked, "check_scenarios", lambda *a, **k: events.append("check") or set())
+    monkeypatch.setattr(locked, "_ceilings", lambda *a: events.append("ceilings"))
+    monkeypatch.setattr(locked, "measure_scenarios", lambda *a, **k: events.append("measure"))
+    monkeypatch.setattr(locked.WorkerClient, "kill", lambda self: events.append("kill"))
+    monkeypatch.setattr(locked, "_fresh_worker", lambda client: events.append("fresh worker"))
     settings = RunSettings(command="bench", target="cpu_attention", kernel=None,
                            candidate_upstream="sdpa")
     verdict = runner.Verdict("bench", "cpu_attention", "smoke", {}, None, "error")
     verdict.seed = 1
     scenarios = real_target.load_suite("smoke").scenarios
-    runner._judge_locked(verdict, gpu_like, None, scenarios, runner.Tally(), (None, None),
+    locked.judge_locked(verdict, gpu_like, None, scenarios, locked.Tally(), (None, None),
                          settings, None)
     # the checks share the device with other runs' checks; the ceilings and timing hold it alone
     # and the candidate's worker killed before another run may measure, started afresh outside
@@ -119,23 +120,23 @@ def test_the_warm_op_calls_each_upstream_once_and_reports_a_failure(target):
 
 
 def test_a_worker_that_fails_to_start_fails_every_scenario_without_taking_the_lock(monkeypatch):
-    locked: list[bool] = []
+    taken: list[bool] = []
 
     def refuse(target, clients, scenarios, seed):
         failure = Failure(Code.MISSING_ENTRY_POINT, "missing entry point kernelseek::attention")
         raise StartFailure(failure)
 
-    monkeypatch.setattr(runner, "_device_lock", lambda *a, **k: locked.append(True))
-    monkeypatch.setattr(runner, "start_workers", refuse)
+    monkeypatch.setattr(locked, "_device_lock", lambda *a, **k: taken.append(True))
+    monkeypatch.setattr(locked, "start_workers", refuse)
     gpu_like = _gpu_like(get_target("cpu_attention"))
     settings = RunSettings(command="check", target="cpu_attention", kernel=START_CPU)
     verdict = runner.Verdict("check", "cpu_attention", "smoke", {}, None, "error")
     scenarios = gpu_like.load_suite("smoke").scenarios
-    runner._judge_locked(verdict, gpu_like, START_CPU, scenarios, runner.Tally(), (None, None),
+    locked.judge_locked(verdict, gpu_like, START_CPU, scenarios, locked.Tally(), (None, None),
                          settings, None)
     assert verdict.failure is not None and verdict.failure.code == Code.MISSING_ENTRY_POINT
     assert len(verdict.results) == len(scenarios) and not any(r.correct for r in verdict.results)
-    assert locked == []
+    assert taken == []
 
 
 def test_a_candidate_that_fails_to_load_is_judged_as_before():

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from evals.harness.device_lock import LockRecord
+
 __all__ = ["EVENT_KEY", "RunCost", "run_costs"]
 
 EVENT_KEY = "harness_run"
@@ -20,13 +22,6 @@ EVENT_KEY = "harness_run"
 
 def _seconds(found: object) -> float:
     return float(found) if isinstance(found, int | float) else 0.0
-
-
-def _held(lock: Mapping[str, Any]) -> float:
-    """Seconds a verdict's lock record was held (0 where it never was)."""
-    acquired, released = lock.get("acquired_at"), lock.get("released_at")
-    held = _seconds(released) - _seconds(acquired) if acquired and released else 0.0
-    return max(held, 0.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,19 +62,18 @@ class RunCost:
         if verdict is None:
             return cls(command=command, status="none", gpu=gpu)
         timing = verdict.get("timing") or {}
-        lock = verdict.get("lock") or {}
-        shared = verdict.get("check_lock") or {}
-        acquired = lock.get("acquired_at")
+        lock = LockRecord.from_json(verdict.get("lock"))
+        shared = LockRecord.from_json(verdict.get("check_lock"))
         return cls(
             command=command,
             status=str(verdict.get("status")),
             gpu=gpu,
             wall_s=_seconds(timing.get("wall_s")),
             build_s=_seconds(timing.get("build_s")),
-            lock_waited_s=_seconds(lock.get("waited_s")) + _seconds(shared.get("waited_s")),
-            lock_held_s=_held(lock),
-            shared_held_s=_held(shared),
-            acquired_at=_seconds(acquired) if acquired else None,
+            lock_waited_s=lock.waited_s + shared.waited_s,
+            lock_held_s=lock.held_s,
+            shared_held_s=shared.held_s,
+            acquired_at=lock.acquired_at or None,
             timed_calls_s=_seconds(timing.get("candidate_calls_s"))
             + _seconds(timing.get("upstream_calls_s")),
         )

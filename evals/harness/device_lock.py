@@ -63,9 +63,37 @@ class LockRecord:
     waited_for: str | None = None
     mode: str = "exclusive"
 
+    @property
+    def held_s(self) -> float:
+        """Seconds the lock was held (0 while it still is, or where it never was taken)."""
+        if not self.acquired_at or self.released_at is None:
+            return 0.0
+        return max(self.released_at - self.acquired_at, 0.0)
+
     def to_json(self) -> dict[str, object]:
         """JSON form, logged into the verdict."""
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: object) -> LockRecord:
+        """Read :meth:`to_json`'s form back; a missing or malformed field reads as its default."""
+        data = raw if isinstance(raw, dict) else {}
+
+        def number(key: str) -> float:
+            found = data.get(key)
+            return float(found) if isinstance(found, int | float) else 0.0
+
+        released = data.get("released_at")
+        waited_for = data.get("waited_for")
+        return cls(
+            device=str(data.get("device", "")),
+            path=str(data.get("path", "")),
+            waited_s=number("waited_s"),
+            acquired_at=number("acquired_at"),
+            released_at=float(released) if isinstance(released, int | float) else None,
+            waited_for=waited_for if isinstance(waited_for, str) else None,
+            mode=str(data.get("mode", "exclusive")),
+        )
 
 
 def lock_dir() -> Path:
@@ -89,6 +117,7 @@ def device_lock(
     timeout_s: float,
     notify: Callable[[str], None] | None = None,
     shared: bool = False,
+    guard: Callable[[], Failure | None] | None = None,
 ) -> Iterator[LockRecord]:
     """Hold the lock of ``device`` for the duration of the block.
 
@@ -98,16 +127,19 @@ def device_lock(
         timeout_s: Seconds to wait at most; then the run fails as busy.
         notify: Told once, in one line, when this run has to wait.
         shared: Take it shared (beside other shared holders, never beside an exclusive one).
+        guard: Asked at every poll while this run waits; a failure it returns ends the wait
+            (the candidate's process holding one of these locks itself:
+            :mod:`evals.harness.lock_tamper`).
 
     Raises:
-        HarnessInputError: The device stayed busy for ``timeout_s``.
+        HarnessInputError: The device stayed busy for ``timeout_s``, or ``guard`` failed.
     """
     folder = lock_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{device}.lock"
     record = LockRecord(device=device, path=str(path), mode="shared" if shared else "exclusive")
     start = time.monotonic()
-    waiting = _Waiting(start + timeout_s, timeout_s, notify)
+    waiting = _Waiting(start + timeout_s, timeout_s, notify, guard)
     with contextlib.ExitStack() as stack:
         fd = _open(stack, path)
         if shared:
@@ -146,6 +178,7 @@ class _Waiting:
     deadline: float
     timeout_s: float
     notify: Callable[[str], None] | None
+    guard: Callable[[], Failure | None] | None = None
 
 
 def _take_slot(
@@ -179,6 +212,9 @@ def _wait(record: LockRecord, holder: str, waiting: _Waiting) -> None:
         record.waited_for = holder
         if waiting.notify is not None:
             waiting.notify(f"waiting for {record.device}: held by {record.waited_for}")
+    failure = waiting.guard() if waiting.guard is not None else None
+    if failure is not None:
+        raise HarnessInputError(failure)
     if time.monotonic() > waiting.deadline:
         reason = (
             f"device {record.device} stayed busy for {waiting.timeout_s:.0f} s "

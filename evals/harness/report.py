@@ -231,12 +231,8 @@ def _hold_line(lock: LockRecord | None, shared: LockRecord | None) -> list[str]:
     """How long the device's lock was held shared (checks) and alone (measuring)."""
     if shared is None or lock is None:
         return []
-    holds = [_held_s(shared), _held_s(lock)]
+    holds = [shared.held_s, lock.held_s]
     return [f"device lock: held shared for checks {holds[0]:.1f} s, alone {holds[1]:.1f} s"]
-
-
-def _held_s(record: LockRecord) -> float:
-    return (record.released_at or record.acquired_at) - record.acquired_at
 
 
 def _failure_lines(results: list[ScenarioResult]) -> list[str]:

@@ -9,36 +9,26 @@ import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from evals.harness import baseline_prebuild, footprint, provenance, trace
+from evals.harness import baseline_prebuild, provenance
 from evals.harness.build import BuildResult, build
-from evals.harness.cache_dir import default_cache_dir
 from evals.harness.contract_draw import drawn_scenarios
-from evals.harness.device_lock import LockRecord, device_lock
+from evals.harness.device_lock import LockRecord
 from evals.harness.environment import environment_fault
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
-from evals.harness.judge import PHASES, Session, Tally
-from evals.harness.judge_suite import (
-    SHARED_MEMORY_SHARE,
-    check_scenarios,
-    judge_scenarios,
-    measure_scenarios,
-)
-from evals.harness.scenarios import Scenario, Suite
+from evals.harness.judge import PHASES, Tally
+from evals.harness.judge_locked import Notify, fail_all, judge_locked, run_lock
+from evals.harness.scenarios import Suite
 from evals.harness.session import Progress
 from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
-from evals.harness.verdict import ScenarioResult, Verdict
-from evals.harness.warm_start import StartFailure, start_workers
-from evals.harness.worker_client import WorkerClient, WorkerFailure
+from evals.harness.verdict import Verdict
 
 Command = Literal["check", "bench", "score"]
-Notify = Callable[[str], None]
 NOT_THE_CANDIDATE = frozenset({Code.DEVICE_BUSY, Code.HARNESS_ERROR, Code.ENVIRONMENT})
 """Run-wide failures that are not the candidate's doing (a busy device, a broken build
 environment): the verdict's status is ``error`` (exit 2), not ``failed``."""
@@ -191,7 +181,7 @@ def _build_and_judge(
         held = None
         if rejected is None and target.device == "cpu":
             try:
-                held = stack.enter_context(_device_lock(target, settings, notify))
+                held = stack.enter_context(run_lock(target, settings, notify))
                 verdict.lock = held
             except HarnessInputError as exc:
                 rejected = exc.failure
@@ -229,13 +219,13 @@ def _finish(
     static_s = time.monotonic() - t0
     if built is not None and built.library is None:
         assert built.failure is not None
-        _fail_all(verdict, suite.scenarios, built.failure)
+        fail_all(verdict, suite.scenarios, built.failure)
     elif rejected is not None:
-        _fail_all(verdict, suite.scenarios, rejected)
+        fail_all(verdict, suite.scenarios, rejected)
     else:
         library = built.library if built else None
         scenarios = suite.scenarios
-        _judge_locked(verdict, target, library, scenarios, tally, listeners, settings, held)
+        judge_locked(verdict, target, library, scenarios, tally, listeners, settings, held)
     verdict.status = (
         "ok" if verdict.failure is None and all(r.correct for r in verdict.results) else "failed"
     )
@@ -334,201 +324,3 @@ def _read_kernel(path: Path, target: Target) -> bytes:
     except OSError as exc:
         reason = f"kernel file is not readable: {path} ({exc.strerror or exc})"
         raise HarnessInputError(Failure(Code.BAD_ARGUMENT, reason)) from None
-
-
-def _fail_all(verdict: Verdict, scenarios: tuple[Scenario, ...], failure: Failure) -> None:
-    verdict.failure = failure
-    verdict.results = [ScenarioResult(s, failure=failure) for s in scenarios]
-
-
-def _judge_locked(
-    verdict: Verdict,
-    target: Target,
-    library: Path | None,
-    scenarios: tuple[Scenario, ...],
-    tally: Tally,
-    listeners: tuple[Progress | None, Notify | None],
-    settings: RunSettings,
-    held: LockRecord | None,
-) -> None:
-    """Start the workers, then judge every scenario holding the device's lock.
-
-    The workers start and warm up first (:mod:`evals.harness.warm_start`): on a GPU target
-    before the lock is taken, since nothing of it measures. ``held``: the lock this run took
-    before its build (a CPU target's), kept rather than taken again: a second ``flock`` from
-    another descriptor of this process would wait on itself.
-    """
-    progress, notify = listeners
-    clients = _workers(target, library, settings)
-    cache_root = settings.cache_dir or default_cache_dir()
-    watch = footprint.Watch(cache_root) if clients[0].runs_candidate else None
-    try:
-        tally.start_s = start_workers(target, clients, scenarios, verdict.seed or 0)
-    except StartFailure as exc:
-        _protections(verdict, clients[0])
-        _fail_all(verdict, scenarios, exc.failure)
-        return
-    _protections(verdict, clients[0])
-    session = _session(verdict, target, library, settings, clients, tally)
-    try:
-        if _two_passes(target, held):
-            _judge_two_passes(verdict, session, scenarios, listeners, settings)
-        else:
-            lock = (
-                _device_lock(target, settings, notify)
-                if held is None
-                else contextlib.nullcontext(held)
-            )
-            with lock as record:
-                verdict.lock = record
-                _judge_all(verdict, session, scenarios, progress, settings)
-    except HarnessInputError as exc:
-        _fail_all(verdict, scenarios, exc.failure)
-    finally:
-        tally.requests_s = sum(c.request_s for c in clients)
-        tally.worker_s = sum(c.worker_s for c in clients)
-        for c in clients:
-            c.close()
-        if watch is not None:
-            watch.report(verdict, clients[0].left_behind)
-
-
-def _fresh_worker(client: WorkerClient) -> None:
-    """Start the candidate's worker afresh outside the lock (its library loaded, nothing called).
-
-    A failure here recurs in the next request, which starts it again and reports it.
-    """
-    with contextlib.suppress(WorkerFailure):
-        client.start()
-
-
-def _two_passes(target: Target, held: LockRecord | None) -> bool:
-    """Whether checks share the device before measuring: a GPU's (the CPU's lock is held)."""
-    return held is None and target.device == "cuda"
-
-
-def _device_lock(
-    target: Target, settings: RunSettings, notify: Notify | None, *, shared: bool = False
-) -> contextlib.AbstractContextManager[LockRecord]:
-    """This run's hold on its device's lock, described for whoever has to wait on it."""
-    what = f"{settings.command} {target.name} {settings.kernel or settings.candidate_upstream}"
-    return device_lock(
-        target.device_key(),
-        what=what,
-        timeout_s=settings.lock_timeout_s,
-        notify=notify,
-        shared=shared,
-    )
-
-
-def _session(
-    verdict: Verdict,
-    target: Target,
-    library: Path | None,
-    settings: RunSettings,
-    clients: list[WorkerClient],
-    tally: Tally,
-) -> Session:
-    """The judging session over the started ``clients`` (its ceilings are measured later)."""
-    assert verdict.seed is not None
-    session = Session(target, clients[0], verdict.seed, verdict.command, None, tally)
-    session.upstreams = clients[1] if len(clients) > 1 else None
-    session.own_kernels = _trace_setup(verdict, target, library, settings)
-    return session
-
-
-def _ceilings(verdict: Verdict, session: Session) -> None:
-    """Measure the device's ceilings (they time: under the lock exclusive) into the session."""
-    t0 = time.monotonic()
-    ceilings = session.target.measure_ceilings() if verdict.command != "check" else None
-    ceil_json = dataclasses.asdict(ceilings) if ceilings else None
-    verdict.provenance = {**verdict.provenance, "ceilings": ceil_json}
-    session.ceilings = ceilings
-    session.tally.setup_s += time.monotonic() - t0
-
-
-def _judge_all(
-    verdict: Verdict,
-    session: Session,
-    scenarios: tuple[Scenario, ...],
-    progress: Progress | None,
-    settings: RunSettings,
-) -> None:
-    """Measure the ceilings and judge every scenario, holding the device's lock."""
-    _ceilings(verdict, session)
-    judge_scenarios(verdict, session, scenarios, progress, keep_going=settings.keep_going)
-
-
-def _judge_two_passes(
-    verdict: Verdict,
-    session: Session,
-    scenarios: tuple[Scenario, ...],
-    listeners: tuple[Progress | None, Notify | None],
-    settings: RunSettings,
-) -> None:
-    """GPU: check under the lock shared with other runs' checks, then measure holding it alone.
-
-    Verification and the probes time nothing, so several runs' checks share the GPU; timing,
-    the ceilings, the trace and the upstreams need it to themselves
-    (:mod:`evals.harness.judge_suite`).
-    """
-    progress, notify = listeners
-    device = verdict.provenance.get("device")
-    memory = float(device.get("memory_bytes") or 0) if isinstance(device, dict) else 0.0
-    with _device_lock(session.target, settings, notify, shared=True) as record:
-        verdict.check_lock = record
-        pending = check_scenarios(
-            verdict,
-            session,
-            scenarios,
-            progress,
-            keep_going=settings.keep_going,
-            shared_bytes=memory / SHARED_MEMORY_SHARE,
-        )
-        # before another run may measure: whatever the candidate's calls left running on the
-        # GPU dies with its process (it would slow that run, or deflate this run's ceilings)
-        session.client.kill()
-    _fresh_worker(session.client)
-    with _device_lock(session.target, settings, notify) as record:
-        verdict.lock = record
-        _ceilings(verdict, session)
-        measure_scenarios(verdict, session, pending, progress, keep_going=settings.keep_going)
-
-
-def _protections(verdict: Verdict, client: WorkerClient) -> None:
-    """Record what protected the candidate's worker; flag a candidate run outside the sandbox."""
-    verdict.protections = client.protections
-    seccomp = str((client.protections or {}).get("seccomp", ""))
-    if client.protections and client.library is not None and not seccomp.startswith("active"):
-        verdict.flags.append(f"the candidate ran without the OS sandbox (seccomp {seccomp})")
-
-
-def _workers(target: Target, library: Path | None, settings: RunSettings) -> list[WorkerClient]:
-    """The candidate's worker and, where timing runs, the upstreams' own worker."""
-    clean = settings.command == "score"
-    keep = settings.keep_worker_log
-    workers = [
-        WorkerClient(
-            target, library, keep, candidate_upstream=settings.candidate_upstream, clean_env=clean
-        )
-    ]
-    if settings.command != "check" and target.upstreams:
-        ups_log = keep.with_name(f"{keep.stem}.upstreams{keep.suffix}") if keep else None
-        workers.append(WorkerClient(target, None, ups_log, clean_env=clean))
-    return workers
-
-
-def _trace_setup(
-    verdict: Verdict, target: Target, library: Path | None, settings: RunSettings
-) -> frozenset[str] | None:
-    """The candidate's kernel names for the GPU trace check, or None (and why) where it is off."""
-    if target.device != "cuda":
-        verdict.checks["trace"] = "skipped: CPU target (symbol checks forbid threads instead)"
-        return None
-    if library is None:
-        upstream = settings.candidate_upstream
-        verdict.checks["trace"] = f"skipped: self-check of the upstream {upstream}"
-        return None
-    names = trace.own_kernels(library)
-    verdict.checks["trace"] = f"on every scenario; the candidate's kernels: {len(names)}"
-    return names
