@@ -10,10 +10,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
-from evals.harness import Code, RunSettings, evaluate
+from evals.harness import Code, RunSettings, evaluate, judge_locked
 from evals.harness.device_lock import LOCK_DIR_ENV, device_lock
 from evals.harness.failures import HarnessInputError
 from evals.harness.lock_tamper import held_by, lock_holders, tamper_failure
@@ -55,7 +56,7 @@ def test_a_lock_held_in_the_folder_is_named_for_its_holder_only(tmp_path, holder
     (tmp_path / "cuda-x.lock").touch()
     assert held_by(holder.pid, tmp_path) == ["cuda-x.gate"]
     assert held_by(holder.pid + 100000, tmp_path) == []
-    assert tamper_failure(None, tmp_path) is None
+    assert judge_locked._tampering(SimpleNamespace(proc=None)) is None  # no worker, no pid
     failure = tamper_failure(holder.pid, tmp_path)
     assert failure is not None and failure.code == Code.SANDBOX_VIOLATION
     assert "cuda-x.gate" in failure.reason

@@ -82,7 +82,7 @@ def test_a_gpu_targets_workers_start_before_its_lock_and_judge_inside_it(monkeyp
 
     real_target = get_target("cpu_attention")
     gpu_like = _gpu_like(real_target)
-    monkeypatch.setattr(locked, "_device_lock", lock)
+    monkeypatch.setattr(locked, "run_lock", lock)
     monkeypatch.setattr(locked, "start_workers", spy_start)
     monkeypatch.setattr(locked, "check_scenarios", lambda *a, **k: events.append("check") or set())
     monkeypatch.setattr(locked, "_ceilings", lambda *a: events.append("ceilings"))
@@ -126,7 +126,7 @@ def test_a_worker_that_fails_to_start_fails_every_scenario_without_taking_the_lo
         failure = Failure(Code.MISSING_ENTRY_POINT, "missing entry point kernelseek::attention")
         raise StartFailure(failure)
 
-    monkeypatch.setattr(locked, "_device_lock", lambda *a, **k: taken.append(True))
+    monkeypatch.setattr(locked, "run_lock", lambda *a, **k: taken.append(True))
     monkeypatch.setattr(locked, "start_workers", refuse)
     gpu_like = _gpu_like(get_target("cpu_attention"))
     settings = RunSettings(command="check", target="cpu_attention", kernel=START_CPU)

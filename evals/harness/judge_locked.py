@@ -76,8 +76,9 @@ def run_lock(
 def _tampering(client: WorkerClient) -> Failure | None:
     """``sandbox_violation`` if the candidate's live worker holds a lock in the lock folder."""
     proc = client.proc
-    alive = proc is not None and proc.poll() is None
-    return tamper_failure(proc.pid if alive and proc else None, lock_dir())
+    if proc is None or proc.poll() is not None:
+        return None
+    return tamper_failure(proc.pid, lock_dir())
 
 
 def _untampered(client: WorkerClient) -> None:
@@ -122,7 +123,7 @@ def judge_locked(
             _judge_two_passes(verdict, session, scenarios, listeners, settings)
         else:
             lock = (
-                _device_lock(target, settings, notify, client=session.client)
+                run_lock(target, settings, notify, client=session.client)
                 if held is None
                 else contextlib.nullcontext(held)
             )
@@ -139,10 +140,6 @@ def judge_locked(
             c.close()
         if watch is not None:
             watch.report(verdict, clients[0].left_behind)
-
-
-_device_lock = run_lock
-"""The holds judging takes (a name tests replace to watch their order)."""
 
 
 def _fresh_worker(client: WorkerClient) -> None:
@@ -214,7 +211,7 @@ def _judge_two_passes(
     device = verdict.provenance.get("device")
     memory = float(device.get("memory_bytes") or 0) if isinstance(device, dict) else 0.0
     client = session.client
-    with _device_lock(session.target, settings, notify, shared=True, client=client) as record:
+    with run_lock(session.target, settings, notify, shared=True, client=client) as record:
         verdict.check_lock = record
         pending = check_scenarios(
             verdict,
@@ -231,7 +228,7 @@ def _judge_two_passes(
     if tampered is not None:
         raise HarnessInputError(tampered)
     _fresh_worker(client)
-    with _device_lock(session.target, settings, notify, client=client) as record:
+    with run_lock(session.target, settings, notify, client=client) as record:
         verdict.lock = record
         _ceilings(verdict, session)
         measure_scenarios(verdict, session, pending, progress, keep_going=settings.keep_going)

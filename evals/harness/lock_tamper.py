@@ -58,10 +58,8 @@ def held_by(pid: int, folder: Path, locks: Path = LOCKS) -> list[str]:
     return sorted(name for inode, name in files.items() if pid in holders.get(inode, ()))
 
 
-def tamper_failure(pid: int | None, folder: Path, locks: Path = LOCKS) -> Failure | None:
+def tamper_failure(pid: int, folder: Path, locks: Path = LOCKS) -> Failure | None:
     """``sandbox_violation`` when the candidate's process ``pid`` holds a lock in ``folder``."""
-    if pid is None:
-        return None
     names = held_by(pid, folder, locks)
     if not names:
         return None
