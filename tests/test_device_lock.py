@@ -1,9 +1,11 @@
 """One measurement at a time per device: concurrent harness runs are serialised by a lock."""
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -34,6 +36,36 @@ def test_two_harness_runs_started_together_are_serialised(tmp_path):
     assert second["waited_s"] > 0 and second["waited_for"].startswith("pid ")
     waiter = outputs[locks.index(second)][1]
     assert "waiting for cpu: held by pid" in waiter
+
+
+def test_a_waiter_that_reads_the_lock_before_its_holder_names_itself_waits_for_the_name(
+    tmp_path, monkeypatch
+):
+    # the race of a fresh-clone CI run: the holder had the lock but had not yet written
+    # its name, and the waiter recorded "another run" for good
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path))
+    path = tmp_path / "cpu.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def name_then_release():
+        time.sleep(0.5)
+        os.pwrite(fd, json.dumps({"pid": 4242, "what": "late namer"}).encode(), 0)
+        time.sleep(0.5)
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+    holder = threading.Thread(target=name_then_release)
+    holder.start()
+    heard = []
+    try:
+        with device_lock("cpu", what="waiter", timeout_s=10, notify=heard.append) as record:
+            pass
+    finally:
+        holder.join()
+        os.close(fd)
+    assert heard == ["waiting for cpu: held by pid 4242: late namer"]
+    assert record.waited_for == "pid 4242: late namer" and record.waited_s >= 0.9
 
 
 def test_a_run_that_cannot_get_the_device_fails_as_busy_not_as_the_candidate(tmp_path, monkeypatch):

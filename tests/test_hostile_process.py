@@ -31,7 +31,9 @@ def _failures(verdict: Verdict) -> list:
 
 def test_timer_forge_passes_every_static_check_and_patches_the_worker_clock(tmp_path, monkeypatch):
     # with the OS sandbox on, nothing stops it from rewriting the worker's own clock: the GOT
-    # slot is process memory (mprotect is allowed), and every verified call is right
+    # slot is process memory (mprotect is allowed). Every call it does not skip is right. The
+    # probe's back-to-back calls give it a chance to skip when the host is quick enough; a
+    # skip that hands back another input's output there must fail the run, and nothing else may
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     log = tmp_path / "worker.log"
     verdict = evaluate(
@@ -39,12 +41,18 @@ def test_timer_forge_passes_every_static_check_and_patches_the_worker_clock(tmp_
             "check", "cpu_attention", CHEATS / "timer_forge.cpp", suite="smoke", keep_worker_log=log
         )
     )
-    assert verdict.status == "ok", _failures(verdict)
     assert verdict.checks["symbols"].startswith("passed: ")
     assert verdict.protections is not None
     assert str(verdict.protections["seccomp"]).startswith("active: ")
-    patched = re.findall(r"clock_gettime GOT slots patched = (\d+)", log.read_text())
-    assert patched and int(patched[0]) >= 1, log.read_text()[-2000:]
+    text = log.read_text()
+    patched = re.findall(r"clock_gettime GOT slots patched = (\d+)", text)
+    assert patched and int(patched[0]) >= 1, text[-2000:]
+    if verdict.status == "ok":
+        return
+    failures = _failures(verdict)
+    assert "skipped a back-to-back call" in text, failures
+    assert failures and failures[0].code == Code.STALE_RESULT, failures
+    assert "on the same data in new buffers" in failures[0].reason, failures[0]
 
 
 def test_timer_forge_is_rejected_when_the_parent_verifies_wall_batches(monkeypatch):
@@ -62,7 +70,8 @@ def test_timer_forge_is_rejected_when_the_parent_verifies_wall_batches(monkeypat
     failures = _failures(verdict)
     assert verdict.status == "failed" and failures
     first = failures[0]
-    assert (first.code == Code.STALE_RESULT and "wall-clock" in first.reason) or (
+    # a skipped call in the probe's or a batch's back-to-back calls, or the batches' true time
+    assert first.code == Code.STALE_RESULT or (
         first.code == Code.TIMING_MISMATCH and "the parent's clock saw" in first.reason
     ), first
 
@@ -75,9 +84,11 @@ def test_a_forged_clock_inside_the_wall_clock_checks_tolerance_fails_the_round_a
     # with no kernel, holds its reports to 1.25x (evals/harness/round_audit.py)
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     source = (CHEATS / "timer_forge.cpp").read_text()
-    assert source.count("* 5 / 6") == 2
+    assert source.count("* 5 / 6") == 2 and source.count("kBackToBackNs = 12000") == 1
     kernel = tmp_path / "timer_forge_third.cpp"
-    kernel.write_text(source.replace("* 5 / 6", "* 2 / 3"))
+    # the clock alone: no call skipped, so no check of outputs can stop it before the audit
+    forge_only = source.replace("kBackToBackNs = 12000", "kBackToBackNs = 0")
+    kernel.write_text(forge_only.replace("* 5 / 6", "* 2 / 3"))
     verdict = evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke"))
     failures = _failures(verdict)
     assert verdict.status == "failed" and failures
@@ -85,19 +96,15 @@ def test_a_forged_clock_inside_the_wall_clock_checks_tolerance_fails_the_round_a
     assert first.code == Code.TIMING_MISMATCH and "a timing round of" in first.reason, first
 
 
-# opt-in (`-m slow`): the harness catches this cheat only by chance per run (THREATS.md's known
-# limit); in a CI run all 8 engaged runs escaped, so in the default suite it fails at random
-# until the wall-clock check verifies more than one call per batch
+# opt-in (`-m slow`): up to 16 bench runs. Whether the cheat gets a call to skip depends on
+# the host's pace (it skips a call entered within 12 us of the last return)
 @pytest.mark.slow
-def test_wall_batch_skip_is_rejected_when_the_parent_verifies_wall_batches(tmp_path, monkeypatch):
-    # honest timed calls: only a check of the batches' own outputs can see the skipped work.
-    # One random call of each batch is verified, so a run where the cheat could skip only a
-    # few calls (it skips a call entered within 12 us of the last return: on this host most
-    # gaps are longer) escapes with a real chance (about half the runs here, with 20-60 of
-    # them skipped; THREATS.md's known limit). So that chance does not make this test fail at
-    # random (it did in a CI run: every engaged run escaped; and once more here with every
-    # batch verified), every batch is verified here, not a quarter of those after the first
-    # four, and up to 16 runs are made: one must be rejected for the skip
+def test_wall_batch_skip_is_rejected_wherever_it_skips(tmp_path, monkeypatch):
+    # honest timed calls: only a check of outputs made back to back can see the skipped work.
+    # The probe's calls after its in-place rewrite run back to back (caught there in 6 of 6
+    # check runs here, 0 of 6 before they did); the wall-clock check verifies one random call
+    # of each batch, so a run whose skips all fall in unverified batch calls escapes
+    # (THREATS.md's known limit): every batch is verified here, and up to 16 runs are made
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     monkeypatch.setattr(wall_verify, "LATER_SHARE", 1.0)
     engaged = 0
@@ -113,7 +120,8 @@ def test_wall_batch_skip_is_rejected_when_the_parent_verifies_wall_batches(tmp_p
         failures = _failures(verdict)
         if verdict.status == "failed":
             assert failures[0].code == Code.STALE_RESULT, failures[0]
-            assert "wall-clock" in failures[0].reason, failures[0]
+            reason = failures[0].reason
+            assert "wall-clock" in reason or "on the same data in new buffers" in reason, reason
             return
     if not engaged:
         pytest.skip("the cheat never engaged: no back-to-back call on this busy host")

@@ -37,6 +37,9 @@ from evals.harness.failures import Code, Failure, HarnessInputError
 
 LOCK_DIR_ENV = "KERNELSEEK_LOCK_DIR"
 POLL_S = 0.2
+# an exclusive holder names itself just after it takes the lock; a waiter that reads the
+# file in between waits this long for the name before it settles for "another run"
+NAME_GRACE_S = 1.0
 SHARED_SLOTS = 4
 """Runs that may hold a device's lock shared at once (each holds one slot file)."""
 
@@ -203,13 +206,14 @@ def _acquire(fd: int, path: Path, record: LockRecord, op: int, waiting: _Waiting
             fcntl.flock(fd, op | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            _wait(record, _holder(path) or "another run", waiting)
+            _wait(record, _holder(path), waiting)
 
 
-def _wait(record: LockRecord, holder: str, waiting: _Waiting) -> None:
-    """One poll's wait; the first says who holds the device, the last fails as busy."""
-    if record.waited_for is None:
-        record.waited_for = holder
+def _wait(record: LockRecord, holder: str | None, waiting: _Waiting) -> None:
+    """One poll's wait; an early one says who holds the device, the last fails as busy."""
+    unnamed_for = time.monotonic() - (waiting.deadline - waiting.timeout_s)
+    if record.waited_for is None and (holder is not None or unnamed_for >= NAME_GRACE_S):
+        record.waited_for = holder or "another run"
         if waiting.notify is not None:
             waiting.notify(f"waiting for {record.device}: held by {record.waited_for}")
     failure = waiting.guard() if waiting.guard is not None else None
@@ -218,7 +222,7 @@ def _wait(record: LockRecord, holder: str, waiting: _Waiting) -> None:
     if time.monotonic() > waiting.deadline:
         reason = (
             f"device {record.device} stayed busy for {waiting.timeout_s:.0f} s "
-            f"(held by {record.waited_for}; lock {record.path})"
+            f"(held by {record.waited_for or holder or 'another run'}; lock {record.path})"
         )
         raise HarnessInputError(Failure(Code.DEVICE_BUSY, reason))
     time.sleep(POLL_S)

@@ -153,11 +153,14 @@ class Worker:
         same_pointers = self.call(fn_a)
         # then a few rows of k and v rewritten in place: a cache keyed on a sample must miss
         self.target.rewrite_kv_part(scenario, a, req["seed_c"])
-        partly_rewritten = self.call(fn_a)
+        # the calls from here on run back to back, as a wall-clock batch's do: a kernel that
+        # hands back its previous output when called again soon, with a new q, is caught here
         fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in b.items()}
-        new_buffers = self.call(self.prepare(fresh))
-        runs = [new_buffers.double()] + [self.call(self.prepare(b)).double() for _ in range(2)]
-        spread, scale = _spread(runs)
+        fn_fresh, fn_b = self.prepare(fresh), self.prepare(b)
+        partly_rewritten = self.call(fn_a)
+        new_buffers = self.call(fn_fresh)
+        runs = [new_buffers, self.call(fn_b), self.call(fn_b)]
+        spread, scale = _spread([r.double() for r in runs])
         metas, payload = channel.pack_tensors([same_pointers, new_buffers, partly_rewritten])
         return {"ok": True, "tensors": metas, "race_spread": spread, "race_scale": scale}, payload
 

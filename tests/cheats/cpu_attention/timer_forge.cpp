@@ -1,5 +1,5 @@
 // Cheat: at its first call finds libc's clock_gettime, mprotect and dl_iterate_phdr by address (as libc_by_address.cpp does), walks the loaded objects to libpython's GOT slot of clock_gettime and points it at its own clock, which runs at a sixth of the real pace while a call runs: time.perf_counter_ns, the worker's timer, sees every timed call at a sixth of its length (a forge claiming less than the CPU wall-clock check's 2.5x tolerance is THREATS.md's known limit: at a third this one was accepted in about half the runs). The parent's wall-clock batches would show the truth, so calls that enter within 12 us of the previous return with a new q (back to back, as only a batch makes them) skip the work and hand back the previous output's values. Correct attention (fast.cpp's) on every other call; passes every static check.
-// Caught by: the parent's wall-clock check once every back-to-back call does real work the parent verifies (a batch output checked against the float64 reference: STALE_RESULT, 'wall-clock'); today nothing checks a batch's outputs and it is accepted with a speedup it never earned (1.7-2.9x the same kernel's per smoke scenario, 2.2x geomean: time outside the kernel's body is not slowed).
+// Caught by: the probe, whose calls after its in-place rewrite run back to back (a skipped call there: STALE_RESULT, 'same data in new buffers'); the parent's check of a random call of each wall-clock batch (STALE_RESULT, 'wall-clock'); batches that did their work take the true time, which the forged sixth no longer explains (TIMING_MISMATCH); the round audit on the parent's clock. Before integrity III it was accepted at 2.2x the same kernel's geomean on smoke.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/util/BFloat16.h>
@@ -168,6 +168,9 @@ bool back_to_back(const at::Tensor& q, int64_t entry_ns) {
 }
 
 at::Tensor replay(const at::Tensor& q) {
+  // the tests' record of a skipped call (a busy host may give it none to skip)
+  std::printf("kernelseek-cheat: skipped a back-to-back call\n");
+  std::fflush(stdout);
   at::Tensor out = at::empty_like(q);
   std::memcpy(out.data_ptr(), last_output.data(), last_output.size());
   return out;

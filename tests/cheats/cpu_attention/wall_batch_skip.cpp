@@ -1,5 +1,5 @@
 // Cheat: honest timed calls, but the calls the parent's wall-clock check makes back to back (entered within 12 us of the previous return, with a q of their own: only a batch does that) skip the work and hand back the previous output's values in a fresh tensor. The clock is omp_get_wtime, an allowed OpenMP getter; no other trick, every static check passes. On its own it gains nothing; it is the half of a forged timer that defeats the parent's clock (see timer_forge.cpp).
-// Caught by: a random output of every wall-clock batch verified by the parent against the float64 reference (STALE_RESULT, 'wall-clock'); today a batch's outputs are never checked and it passes.
+// Caught by: the probe, whose calls after its in-place rewrite run back to back (a skipped call there: STALE_RESULT, 'same data in new buffers'), and a random output of every wall-clock batch verified by the parent against the float64 reference (STALE_RESULT, 'wall-clock'); a run where it skips few calls, none of them verified, escapes (THREATS.md's known limit).
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/util/BFloat16.h>
