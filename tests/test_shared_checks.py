@@ -121,9 +121,11 @@ def spied(monkeypatch):
     return fail
 
 
-def _run(sizes: dict[str, float], *, limit: float, keep_going: bool = False):
-    session = _Session(_Target(sizes))
-    verdict = Verdict("bench", "t", "dev", {}, None, "error")
+def _run(
+    sizes: dict[str, float], *, limit: float, keep_going: bool = False, command: str = "bench"
+):
+    session = _Session(_Target(sizes), command)
+    verdict = Verdict(command, "t", "dev", {}, None, "error")
     scenarios = tuple(Scenario(id=name, params={}) for name in sizes)
     heard: list[tuple[str, bool]] = []
 
@@ -148,6 +150,24 @@ def test_small_scenarios_are_checked_first_and_large_ones_wholly_while_measuring
     assert [r.scenario.id for r in verdict.results] == ["a", "b", "big", "c"]
     assert [r.correct for r in verdict.results] == [True, False, True, True]
     assert ("b", False) in heard and heard[-1] == ("c", True)
+
+
+@pytest.mark.parametrize("command", ["check", "bench"])
+def test_a_check_is_traced_by_the_process_that_checked_it(spied, monkeypatch, command):
+    # the second pass starts the candidate's process afresh: a check's trace taken there
+    # would see only that process's first calls, which a late-misbehaving kernel gets right
+    def traced(session, results):
+        session.calls.append(("trace", tuple(r.scenario.id for r in results)))
+
+    monkeypatch.setattr(judge_suite, "trace_all", traced)
+    _, first, second, _ = _run({"a": 1, "big": 9, "c": 1}, limit=4, command=command)
+    if command == "check":
+        assert first[-1] == ("trace", ("a", "c"))  # after their checks, before the restart
+        assert [call[0] for call in second] == ["big", "trace"]
+        assert second[-1] == ("trace", ("big",))
+    else:  # traced once, after all timing, as timed calls are made
+        assert ("trace", ("a", "c")) not in first
+        assert second[-1] == ("trace", ("a", "big", "c"))
 
 
 def test_the_same_crash_twice_in_the_measuring_pass_skips_the_rest(spied):

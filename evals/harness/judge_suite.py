@@ -7,7 +7,10 @@ A GPU run judges in two passes (:func:`check_scenarios`, then :func:`measure_sce
 checks that measure nothing (verification and the probes) under the device's lock shared with
 other runs' checks, then, under the lock exclusive, the timing, the trace and the upstreams.
 A scenario whose inputs could crowd another run's checks out of the GPU's memory is checked in
-the second pass instead.
+the second pass instead. A ``check`` times nothing, so its trace is taken in the first pass, by
+the process that verified and probed its scenarios: the second pass starts the candidate's
+process afresh, and a kernel that behaves only for its process's first calls would show the
+trace only those.
 """
 
 from __future__ import annotations
@@ -77,7 +80,8 @@ def check_scenarios(
     """The first pass: verify and probe each scenario of at most ``shared_bytes`` of work.
 
     Appends a result per scenario to ``verdict.results``; returns the indices of those left
-    for :func:`measure_scenarios` to check (larger ones).
+    for :func:`measure_scenarios` to check (larger ones). A ``check`` traces the scenarios it
+    checked here, after their calls, in the same process.
     """
     pending: set[int] = set()
     for i, scenario in enumerate(scenarios):
@@ -92,6 +96,9 @@ def check_scenarios(
             verdict.results.append(judge_scenario(session, scenario, PHASES[:2]))
         if progress is not None:
             progress(i + 1, len(scenarios), verdict.results[-1])
+    if _traced_when_checked(session):
+        checked = set(range(len(verdict.results))) - pending
+        _trace(verdict, session, progress, checked)
     return pending
 
 
@@ -124,29 +131,49 @@ def measure_scenarios(
         done.append(results[i])
         if progress is not None:
             progress(i + 1, len(results), results[i])
-    _finish(verdict, session, progress, state)
+    _finish(verdict, session, progress, state, pending if _traced_when_checked(session) else None)
+
+
+def _traced_when_checked(session: Session) -> bool:
+    """Whether the first pass traces what it checked: a ``check``'s (it times nothing)."""
+    return session.command == "check"
 
 
 def _finish(
-    verdict: Verdict, session: Session, progress: Progress | None, state: dict[str, Any]
+    verdict: Verdict,
+    session: Session,
+    progress: Progress | None,
+    state: dict[str, Any],
+    untraced: set[int] | None = None,
 ) -> None:
-    """Flag skipped scenarios, then the trace of all, the upstreams, the device's state after."""
+    """Flag skipped scenarios, then the trace, the upstreams, the device's state after.
+
+    ``untraced``: the indices of the results still to trace (None: all of them).
+    """
     skipped = sum(1 for r in verdict.results if r.failure and r.failure.code == Code.SKIPPED)
     if skipped:
         verdict.flags.append(
             f"stopped early: {skipped} scenario(s) skipped after the same failure on two "
             "scenarios in a row (--keep-going runs them all)"
         )
-    total = len(verdict.results)
-    correct = [r.correct for r in verdict.results]
-    trace_all(session, verdict.results)
-    for i, (was, result) in enumerate(zip(correct, verdict.results, strict=True)):
-        if was and not result.correct and progress is not None:  # failed the trace
-            progress(i + 1, total, result)
+    _trace(verdict, session, progress, untraced)
     if session.command != "check":
         time_all_upstreams(session, verdict.results, progress)
     state["after"] = session.target.device_state()
     verdict.provenance = {**verdict.provenance, "device_state": state}
+
+
+def _trace(
+    verdict: Verdict, session: Session, progress: Progress | None, indices: set[int] | None
+) -> None:
+    """The trace of the results at ``indices`` (None: all); one failing it is reported again."""
+    results = verdict.results
+    chosen = range(len(results)) if indices is None else sorted(indices)
+    correct = {i: results[i].correct for i in chosen}
+    trace_all(session, [results[i] for i in chosen])
+    for i, was in correct.items():
+        if was and not results[i].correct and progress is not None:  # failed the trace
+            progress(i + 1, len(results), results[i])
 
 
 FAIL_FAST_CODES = frozenset(
