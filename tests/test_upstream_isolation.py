@@ -64,6 +64,9 @@ def test_no_candidate_process_lives_while_the_upstreams_are_timed(monkeypatch):
     assert not any(upstream_rounds), "an upstream was timed beside a live candidate process"
     assert all(candidate_rounds)
     assert len(nulls) >= len(candidate_rounds) and not any(nulls), "a null round beside a run"
-    # every scenario still has its speedup, and the phases say where the time went
-    assert all(r.speedup("sdpa") for r in verdict.results)
+    # every scenario still has its speedup, and the phases say where the time went; on a busy
+    # host a contract scenario's times may be withheld (wall_check.withhold), never a study one's
+    for r in verdict.results:
+        withheld = r.scenario.contract and bool(r.timing.get("unverified"))
+        assert r.speedup("sdpa") or withheld, (r.scenario.id, r.timing.get("unverified"))
     assert verdict.timing["time_upstreams_s"] > 0
