@@ -1,13 +1,31 @@
 """The scoring harness: turns a candidate kernel into a verdict (correctness and speed).
 
-Runs inside sandboxes and depends on torch and numpy only (never on inspect-ai).
+Runs inside sandboxes and depends on torch and numpy only (never on inspect-ai). The names
+below load on first use, so a process that needs one small module of the package (the
+confinement launcher that runs a compiler, :mod:`evals.harness.confine`) does not import
+torch.
 """
 
-from evals.harness.failures import Code, Failure, HarnessInputError
-from evals.harness.runner import RunSettings, evaluate
-from evals.harness.scenarios import Scenario, Suite, load_suite
-from evals.harness.targets import Target, get_target, target_names
-from evals.harness.verdict import VERDICT_SCHEMA, ScenarioResult, Verdict
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evals.harness.failures import Code, Failure, HarnessInputError
+    from evals.harness.runner import RunSettings, evaluate
+    from evals.harness.scenarios import Scenario, Suite, load_suite
+    from evals.harness.targets import Target, get_target, target_names
+    from evals.harness.verdict import VERDICT_SCHEMA, ScenarioResult, Verdict
+
+_HOMES = {
+    "evals.harness.failures": ("Code", "Failure", "HarnessInputError"),
+    "evals.harness.runner": ("RunSettings", "evaluate"),
+    "evals.harness.scenarios": ("Scenario", "Suite", "load_suite"),
+    "evals.harness.targets": ("Target", "get_target", "target_names"),
+    "evals.harness.verdict": ("VERDICT_SCHEMA", "ScenarioResult", "Verdict"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "VERDICT_SCHEMA",
@@ -25,3 +43,11 @@ __all__ = [
     "load_suite",
     "target_names",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import ``name``'s module on first use (PEP 562)."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,11 +1,19 @@
 """Building candidates: content-hash cache, a build timeout, trimmed compiler errors.
 
 The compiler runs in a child process (``python -m evals.harness.build_child``) in its own
-process group, so a timeout kills the whole tree and nothing the build does touches the harness.
+process group, confined (:mod:`evals.harness.confine`: file changes only beneath the build's
+folder, no sockets) and never loading what it links; a timeout kills the whole group, and so
+does the end of the build (what escaped the group the parent's process-tree sweep finds:
+:mod:`evals.harness.process_tree`).
+
+Whose fault a failed build is, the parent decides from what it saw: a child that failed before
+it said it was confined (before it read the candidate) failed for the environment; once it has,
+any failure (the compiler's, a crash, a signal) is the candidate's build error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -22,13 +30,13 @@ from pathlib import Path
 
 import torch
 
-from evals.harness.build_protocol import COMPILER_FAILED
+from evals.harness.build_protocol import BUILT, COMPILER_FAILED
 from evals.harness.cache_dir import default_cache_dir, locked
 from evals.harness.failures import Code, Failure
 from evals.harness.hygiene import clean_environment, with_package_root
 from evals.harness.targets.base import Target
 
-BUILD_FORMAT = 3
+BUILD_FORMAT = 4
 """Bump to invalidate every cached build."""
 
 _ERROR_LINE = re.compile(r"\berror\b|\bundefined reference\b|fatal", re.IGNORECASE)
@@ -53,6 +61,8 @@ class BuildResult:
         log: The compiler output, trimmed to the useful part.
         seconds: Wall time of this build (0 when taken from the cache).
         cached: Whether the result came from the cache.
+        confinement: What confined the build's processes (:func:`~evals.harness.confine.
+            confine_tool`'s record), as the build child said; None where it never got there.
 
     """
 
@@ -62,6 +72,7 @@ class BuildResult:
     log: str
     seconds: float
     cached: bool
+    confinement: dict[str, object] | None = None
 
     def to_json(self) -> dict[str, object]:
         """JSON form."""
@@ -72,6 +83,7 @@ class BuildResult:
             "log": self.log,
             "seconds": self.seconds,
             "cached": self.cached,
+            "confinement": self.confinement,
         }
 
 
@@ -147,10 +159,13 @@ def _from_record(record: dict[str, object], key: str) -> BuildResult | None:
     lib = record.get("library")
     failure = record.get("failure")
     log = str(record.get("log", ""))
+    found = record.get("confinement")
+    confinement = found if isinstance(found, dict) else None
     if isinstance(lib, str) and Path(lib).is_file():
-        return BuildResult(key, Path(lib), None, log, 0.0, True)
+        return BuildResult(key, Path(lib), None, log, 0.0, True, confinement)
     if isinstance(failure, dict) and failure.get("code") == Code.BUILD_ERROR.value:
-        return BuildResult(key, None, Failure(Code.BUILD_ERROR, failure["reason"]), log, 0.0, True)
+        failed = Failure(Code.BUILD_ERROR, failure["reason"])
+        return BuildResult(key, None, failed, log, 0.0, True, confinement)
     return None
 
 
@@ -171,8 +186,8 @@ def build(
             cached = _from_record(json.loads(record_path.read_text()), key)
             if cached is not None:
                 return _user_paths(cached, source_path)
-        result = _compile(target, source, key, root, clean_env)
-        if result.failure is None or result.failure.code == Code.BUILD_ERROR:
+        result, cacheable = _compile(target, source, key, root, clean_env)
+        if cacheable:
             record_path.write_text(json.dumps(result.to_json()))
         return _user_paths(result, source_path)
 
@@ -200,20 +215,30 @@ def _disk_full(text: str) -> str | None:
     return None
 
 
-def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: bool) -> BuildResult:
+def _compile(
+    target: Target, source: bytes, key: str, root: Path, clean_env: bool
+) -> tuple[BuildResult, bool]:
+    """Build in ``root``: the result, and whether it may be cached.
+
+    A success and the compiler's own rejection are cached (both are deterministic).
+    """
     src_dir = root / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
     src = src_dir / f"candidate{target.contract.source_suffix}"
     src.write_bytes(source)
+    build_dir, tmp = root / "build", root / "tmp"
     spec = {
         "name": f"ks_{key[:16]}",
         "source": str(src),
-        "build_directory": str(root / "build"),
+        "build_directory": str(build_dir),
+        "writable": [str(build_dir), str(tmp)],
         **target.build.to_json(),
     }
-    (root / "build").mkdir(exist_ok=True)
+    build_dir.mkdir(exist_ok=True)
+    tmp.mkdir(exist_ok=True)
     env = with_package_root(clean_environment(os.environ) if clean_env else os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["TMPDIR"] = str(tmp)  # the compilers' temporary files: beneath what they may write
     start = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-P", "-m", "evals.harness.build_child", json.dumps(spec)],
@@ -226,23 +251,45 @@ def _compile(target: Target, source: bytes, key: str, root: Path, clean_env: boo
     try:
         out, _ = proc.communicate(timeout=target.build.timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        _kill_group(proc.pid)
         out, _ = proc.communicate()
         seconds = time.monotonic() - start
         reason = f"build timed out after {target.build.timeout_s:.0f} s"
-        return BuildResult(key, None, Failure(Code.BUILD_TIMEOUT, reason), "", seconds, False)
+        failed = Failure(Code.BUILD_TIMEOUT, reason)
+        return BuildResult(key, None, failed, "", seconds, False, _confinement(out)), False
+    _kill_group(proc.pid)  # nothing the build started outlives it
+    shutil.rmtree(tmp, ignore_errors=True)
     seconds = time.monotonic() - start
     text = out.decode(errors="replace").replace(str(src), SOURCE)
-    log = trim_log(text)
-    library = Path(spec["build_directory"]) / f"{spec['name']}.so"
+    confinement = _confinement(out)
+    log = trim_log("\n".join(ln for ln in text.splitlines() if not ln.startswith(BUILT)))
+    library = build_dir / f"{spec['name']}.so"
     if library.is_file():  # linked; loading problems are the worker's to report
-        return BuildResult(key, library, None, log, seconds, False)
+        return BuildResult(key, library, None, log, seconds, False, confinement), True
     full = _disk_full(text)
     if full is not None:  # the machine's fault, whatever the compiler then said
         failure = Failure(Code.ENVIRONMENT, f"the disk is full while building: {full.strip()}")
-    elif COMPILER_FAILED in text:
+    elif confinement is not None:  # the candidate's source was in play: its build failed
         failure = Failure(Code.BUILD_ERROR, f"build error: {first_error(log)}")
-    else:  # the compiler never ran: the environment's fault, never the candidate's
+    else:  # the child failed before it read the candidate: the environment's fault
         last = text.strip().splitlines()[-1] if text.strip() else f"exit {proc.returncode}"
         failure = Failure(Code.HARNESS_ERROR, f"the build environment failed: {last}")
-    return BuildResult(key, None, failure, log, seconds, False)
+    result = BuildResult(key, None, failure, log, seconds, False, confinement)
+    return result, COMPILER_FAILED in text
+
+
+def _confinement(out: bytes) -> dict[str, object] | None:
+    """The confinement record the build child printed before it compiled, or None."""
+    head = f"{BUILT} confinement "
+    for line in out.decode(errors="replace").splitlines():
+        if line.startswith(head):
+            with contextlib.suppress(ValueError):
+                found = json.loads(line[len(head) :])
+                return found if isinstance(found, dict) else None
+    return None
+
+
+def _kill_group(pgid: int) -> None:
+    """Kill every process left in the build's process group (gone already: nothing to do)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)

@@ -7,3 +7,6 @@ was already imported, which landed in every build log.
 
 COMPILER_FAILED = "KERNELSEEK-COMPILER-FAILED"
 """The line the child prints when the compiler itself rejected the source."""
+BUILT = "KERNELSEEK-BUILD"
+"""The start of the child's own lines (its confinement; the library linked, not loaded),
+which the parent reads and leaves out of the build log."""

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from evals.harness import report
+from evals.harness.process_tree import become_subreaper
 from evals.harness.runner import RunSettings, evaluate
 from evals.harness.targets import target_names
 from evals.harness.verdict import Verdict
@@ -83,6 +84,7 @@ def _notify(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = parser().parse_args(argv)
+    become_subreaper()  # what a build or a worker leaves running comes back to this process
     settings = RunSettings(
         command=args.command,
         target=args.target,

@@ -48,6 +48,23 @@ class Code(StrEnum):
     DEVICE_BUSY = "device_busy"
 
 
+PARENT_ONLY = frozenset(
+    {
+        Code.UNKNOWN_TARGET,
+        Code.UNKNOWN_SUITE,
+        Code.MISSING_FILE,
+        Code.BAD_ARGUMENT,
+        Code.SKIPPED,
+        Code.HARNESS_ERROR,
+        Code.ENVIRONMENT,
+        Code.HARNESS_MODIFIED,
+        Code.DEVICE_BUSY,
+    }
+)
+"""Codes only the parent gives, from what it sees in its own processes or the upstreams'
+worker: one reported by a process that compiled or loaded the candidate is the candidate's."""
+
+
 @dataclass(frozen=True)
 class Failure:
     """A failure with its code and a one-line, human-readable reason."""

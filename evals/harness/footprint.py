@@ -94,8 +94,13 @@ class Watch:
         self.strict, self.existing = protected_places(cache_root)
         self.before = (snapshot(self.strict), snapshot(self.existing))
 
-    def report(self, verdict: Verdict, left: list[str]) -> None:
-        """Record what the gone candidate left (``left``: reported) and changed (a failure)."""
+    def report(self, verdict: Verdict, left: list[str], *, confined: bool = False) -> None:
+        """Record what the gone candidate left (``left``: reported) and changed (a failure).
+
+        ``confined``: every process that touched the candidate could write only beneath its
+        own folder (Landlock active on the build and the worker), so a change was made by
+        something else on the machine: the environment's fault, not the candidate's.
+        """
         verdict.checks["private_folder"] = (
             f"left {len(left)} file(s), removed with the folder: {', '.join(left[:5])}"
             if left
@@ -106,6 +111,9 @@ class Watch:
                 f"the candidate's process left files behind: {', '.join(left[:5])}"
             )
         failure = self.failure()
+        if failure is not None and confined:
+            why = f"{failure.reason} (not by the candidate: its processes could not write there)"
+            failure = Failure(Code.ENVIRONMENT, why)
         if failure is None:
             verdict.checks["footprint"] = (
                 "passed: site-packages start-up files, the harness and the cache's records "

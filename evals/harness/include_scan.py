@@ -17,11 +17,14 @@ import os
 import re
 import shlex
 import subprocess
+import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from evals.harness.compile_command import CompileCommand
+from evals.harness.confine import confined_argv
+from evals.harness.hygiene import with_package_root
 
 _TIMEOUT_S = 120.0
 _SEARCH_START = "#include <...> search starts here:"
@@ -61,11 +64,22 @@ def _to_devnull(argv: list[str]) -> list[str]:
 
 
 def _run(argv: list[str]) -> str:
-    """Run ``argv``; its stderr (where ``-H``, ``-v`` and ``-dryrun`` write)."""
+    """Run ``argv``; its stderr (where ``-H``, ``-v`` and ``-dryrun`` write).
+
+    Confined (:mod:`evals.harness.confine`): it reads the candidate's source, and writes
+    only to a private temporary folder.
+    """
     try:
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=_TIMEOUT_S, stdin=subprocess.DEVNULL
-        )
+        with tempfile.TemporaryDirectory(prefix="kernelseek-scan-") as tmp:
+            proc = subprocess.run(
+                confined_argv([tmp], argv),
+                capture_output=True,
+                text=True,
+                timeout=_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+                env={**with_package_root(os.environ), "TMPDIR": tmp},
+                start_new_session=True,
+            )
     except (OSError, subprocess.SubprocessError) as exc:
         raise ScanError(f"cannot run the preprocessor: {exc}") from exc
     if proc.returncode != 0:

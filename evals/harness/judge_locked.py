@@ -17,8 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evals.harness import footprint, trace
-from evals.harness.cache_dir import default_cache_dir
+from evals.harness import trace
 from evals.harness.device_lock import LockRecord, device_lock, lock_dir
 from evals.harness.failures import Failure, HarnessInputError
 from evals.harness.judge import Session, Tally
@@ -97,8 +96,10 @@ def judge_locked(
     listeners: tuple[Progress | None, Notify | None],
     settings: RunSettings,
     held: LockRecord | None,
-) -> None:
+) -> list[str]:
     """Start the workers, then judge every scenario holding the device's lock.
+
+    Returns the files the candidate's worker left in its private folder (removed with it).
 
     The workers start and warm up first: on a GPU target before the lock is taken, since
     nothing of it measures. ``held``: the lock this run took before its build (a CPU target's),
@@ -107,14 +108,12 @@ def judge_locked(
     """
     progress, notify = listeners
     clients = _workers(target, library, settings)
-    cache_root = settings.cache_dir or default_cache_dir()
-    watch = footprint.Watch(cache_root) if clients[0].runs_candidate else None
     try:
         tally.start_s = start_workers(target, clients, scenarios, verdict.seed or 0)
     except StartFailure as exc:
         _protections(verdict, clients[0])
         fail_all(verdict, scenarios, exc.failure)
-        return
+        return clients[0].left_behind
     _protections(verdict, clients[0])
     session = _session(verdict, target, library, settings, clients, tally)
     try:
@@ -138,8 +137,7 @@ def judge_locked(
         tally.worker_s = sum(c.worker_s for c in clients)
         for c in clients:
             c.close()
-        if watch is not None:
-            watch.report(verdict, clients[0].left_behind)
+    return clients[0].left_behind
 
 
 def _fresh_worker(client: WorkerClient) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from evals.harness import judge_time, retime, round_audit, wall_check
 from evals.harness.failures import Code, Failure
 from evals.harness.gpu import release_cached_memory
+from evals.harness.process_tree import outlived, reap_strays
 from evals.harness.scenarios import Scenario
 from evals.harness.session import Progress, Session
 from evals.harness.timing import TimingStats
@@ -54,6 +55,10 @@ def time_upstreams(session: Session, result: ScenarioResult) -> Failure | None:
     if not upstreams or session.upstreams is None or "candidate" not in result.times:
         return None
     session.client.kill()
+    ups = session.upstreams.proc
+    left = outlived("the candidate's worker", reap_strays({ups.pid} if ups else ()))
+    if left is not None:  # nothing of the candidate's runs beside the upstreams' timing
+        return left
     t0 = time.monotonic()
     try:
         # the candidate's last round's seeds; then a round numbered past the candidate's and

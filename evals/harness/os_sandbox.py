@@ -215,7 +215,7 @@ def apply(policy: Policy, environ: Mapping[str, str] | None = None) -> dict[str,
     # a worker killed by SIGSYS writes no core dump (a GPU process's takes minutes)
     record["core_dumps"] = libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0
     try:
-        count = _load(lib, policy, audit=mode == "audit")
+        count = _load(lib, lambda rule: _rules(rule, policy), audit=mode == "audit")
     except (SandboxError, AttributeError) as exc:
         return {**record, "seccomp": f"unavailable: {exc}"}
     what = f"allow-list of {count} system calls; {policy.describe()}"
@@ -225,8 +225,18 @@ def apply(policy: Policy, environ: Mapping[str, str] | None = None) -> dict[str,
     return {**record, "seccomp": f"active: {what}"}
 
 
-def _load(lib: ctypes.CDLL, policy: Policy, *, audit: bool) -> int:
-    """Build and load the filter; returns how many system calls it allows (some conditionally)."""
+def _load(
+    lib: ctypes.CDLL,
+    add_rules: Callable[[Callable[..., None]], None],
+    *,
+    audit: bool,
+    default: int = _errno_action(errno.EPERM),
+) -> int:
+    """Build and load a filter; returns how many system calls it allows (some conditionally).
+
+    ``add_rules`` adds the rules through the ``rule(action, name, *comparisons)`` it is given;
+    ``default`` answers every system call no rule names.
+    """
     lib.seccomp_init.restype = ctypes.c_void_p
     lib.seccomp_init.argtypes = (ctypes.c_uint32,)
     lib.seccomp_syscall_resolve_name.argtypes = (ctypes.c_char_p,)
@@ -235,7 +245,7 @@ def _load(lib: ctypes.CDLL, policy: Policy, *, audit: bool) -> int:
     )  # fmt: skip
     lib.seccomp_attr_set.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32)
     lib.seccomp_load.argtypes = lib.seccomp_release.argtypes = (ctypes.c_void_p,)
-    ctx = lib.seccomp_init(_LOG if audit else _errno_action(errno.EPERM))
+    ctx = lib.seccomp_init(_LOG if audit else default)
     if not ctx:
         raise SandboxError("seccomp_init failed")
     allowed: set[int] = set()
@@ -255,7 +265,7 @@ def _load(lib: ctypes.CDLL, policy: Policy, *, audit: bool) -> int:
         _check(lib.seccomp_attr_set(ctx, _ATTR_CTL_TSYNC, 1), "cannot filter every thread")
         bad_arch = _LOG if audit else _KILL_PROCESS
         _check(lib.seccomp_attr_set(ctx, _ATTR_ACT_BADARCH, bad_arch), "bad-arch action")
-        _rules(rule, policy)
+        add_rules(rule)
         _check(lib.seccomp_load(ctx), "seccomp_load failed")
     finally:
         lib.seccomp_release(ctx)
@@ -302,3 +312,55 @@ def _rules(rule: Callable[..., None], policy: Policy) -> None:
         rule(_ALLOW, "setrlimit")
     for option in _PRCTL_OPTIONS:
         rule(_ALLOW, "prctl", (0, _MASKED_EQ, _INT, option))
+
+
+_TOOL_DENIED = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "mount",
+    "umount2", "pivot_root", "chroot", "setns", "unshare", "bpf", "perf_event_open",
+    "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "init_module",
+    "finit_module", "delete_module", "kexec_load", "kexec_file_load", "keyctl", "add_key",
+    "request_key",
+)  # fmt: skip
+"""Refused (EPERM) to the processes that compile or preprocess a candidate's source: what
+reaches other processes, the kernel's state or, through io_uring, sockets."""
+
+
+def apply_tool_filter() -> dict[str, object]:
+    """Confine this process and its children (the compiler, linker, ninja) to local work.
+
+    Unlike the worker's allow-list, a compiler runs whatever tools it needs: every system call
+    is allowed but sockets of any family (EACCES: glibc's lookups fall back to the files),
+    another process's memory and the calls in :data:`_TOOL_DENIED` (EPERM). Irreversible and
+    inherited across ``fork`` and ``execve``. ``KERNELSEEK_SANDBOX=off`` skips it, as it does
+    the worker's filter. Never raises.
+
+    Returns:
+        ``{"seccomp": "active: ..." | "unavailable: why" | "off: ...", "no_new_privs": bool}``.
+    """
+    record: dict[str, object] = {"seccomp": "", "no_new_privs": False}
+    if os.environ.get(SANDBOX_ENV, "").strip().lower() == "off":
+        return {**record, "seccomp": f"off: {SANDBOX_ENV}=off"}
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
+        why = f"{sys.platform} {platform.machine()} is not Linux x86_64 or aarch64"
+        return {**record, "seccomp": f"unavailable: {why}"}
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("seccomp") or "libseccomp.so.2")
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError as exc:
+        return {**record, "seccomp": f"unavailable: cannot load libseccomp ({exc})"}
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        why = os.strerror(ctypes.get_errno())
+        return {**record, "seccomp": f"unavailable: PR_SET_NO_NEW_PRIVS failed ({why})"}
+    record["no_new_privs"] = True
+
+    def add_rules(rule: Callable[..., None]) -> None:
+        rule(_errno_action(errno.EACCES), "socket")
+        for name in _TOOL_DENIED:
+            rule(_errno_action(errno.EPERM), name)
+
+    try:
+        _load(lib, add_rules, audit=False, default=_ALLOW)
+    except (SandboxError, AttributeError) as exc:
+        return {**record, "seccomp": f"unavailable: {exc}"}
+    refused = "sockets, other processes' memory, namespaces, mounts, io_uring, kernel state"
+    return {**record, "seccomp": f"active: every system call but {refused}"}

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from evals.harness import baseline_prebuild, provenance
+from evals.harness import baseline_prebuild, footprint, provenance
 from evals.harness.build import BuildResult, build
+from evals.harness.cache_dir import default_cache_dir
 from evals.harness.contract_draw import drawn_scenarios
 from evals.harness.device_lock import LockRecord
 from evals.harness.environment import environment_fault
@@ -22,6 +23,7 @@ from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.hygiene import hash_file, verify_install
 from evals.harness.judge import PHASES, Tally
 from evals.harness.judge_locked import Notify, fail_all, judge_locked, run_lock
+from evals.harness.process_tree import outlived, reap_strays
 from evals.harness.scenarios import Suite
 from evals.harness.session import Progress
 from evals.harness.static_checks import check_includes, check_symbols
@@ -152,7 +154,9 @@ def evaluate(
         outcome = tampered.reason if tampered else "passed" if hashes else "no hash list here"
         verdict.checks["install"] = outcome
     prepare_s = time.monotonic() - start
-    _build_and_judge(verdict, target, settings, suite, rejected, (progress, notify))
+    # before anything of the candidate's is compiled: what outlives the run, as it was
+    watch = footprint.Watch(settings.cache_dir or default_cache_dir()) if settings.kernel else None
+    _build_and_judge(verdict, target, settings, suite, (rejected, watch), (progress, notify))
     verdict.timing["prepare_s"] = prepare_s
     verdict.timing["wall_s"] = time.monotonic() - start
     return verdict
@@ -163,10 +167,13 @@ def _build_and_judge(
     target: Target,
     settings: RunSettings,
     suite: Suite,
-    rejected: Failure | None,
+    before: tuple[Failure | None, footprint.Watch | None],
     listeners: tuple[Progress | None, Notify | None],
 ) -> None:
     """Build the candidate and judge it; on a CPU target all of it under the device's lock.
+
+    ``before``: why the candidate is rejected already (or None), and the footprint recorded
+    before its build (None in a self-check).
 
     A CPU target measures the host CPU, which another run's compiler (its candidate's build
     and the trivial kernel's prebuild) takes from the timed calls: an upstream judged against
@@ -177,6 +184,7 @@ def _build_and_judge(
     A busy device fails every scenario, as it does when judging waits too long.
     """
     notify = listeners[1]
+    rejected, watch = before
     with contextlib.ExitStack() as stack:
         held = None
         if rejected is None and target.device == "cpu":
@@ -190,7 +198,8 @@ def _build_and_judge(
             prebuild = baseline_prebuild.start(target, clean_env=settings.command == "score")
         private = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kernelseek-build-")))
         built = None if rejected else _build(target, settings, private, notify)
-        _finish(verdict, target, settings, suite, (built, prebuild), rejected, listeners, held)
+        builds = (built, prebuild)
+        _finish(verdict, target, settings, suite, builds, (rejected, watch), listeners, held)
 
 
 def _finish(
@@ -199,7 +208,7 @@ def _finish(
     settings: RunSettings,
     suite: Suite,
     builds: tuple[BuildResult | None, threading.Thread | None],
-    rejected: Failure | None,
+    before: tuple[Failure | None, footprint.Watch | None],
     listeners: tuple[Progress | None, Notify | None],
     held: LockRecord | None,
 ) -> None:
@@ -207,16 +216,20 @@ def _finish(
 
     ``builds``: the candidate's build and the trivial kernel's, still compiling beside it
     (:mod:`evals.harness.baseline_prebuild`); waiting for it counts as static checks.
-    ``held``: the device's lock when this run already holds it (a CPU target's).
+    ``before``: as :func:`_build_and_judge`'s. ``held``: the device's lock when this run
+    already holds it (a CPU target's).
     """
     built, prebuild = builds
+    rejected, watch = before
     verdict.build = built.to_json() if built else None
     tally = Tally()
     t0 = time.monotonic()
     if prebuild is not None:
         prebuild.join()
+    rejected = rejected or outlived("the build", reap_strays())
     rejected = rejected or _static_checks(target, settings, built, verdict)
     static_s = time.monotonic() - t0
+    left: list[str] = []
     if built is not None and built.library is None:
         assert built.failure is not None
         fail_all(verdict, suite.scenarios, built.failure)
@@ -225,7 +238,11 @@ def _finish(
     else:
         library = built.library if built else None
         scenarios = suite.scenarios
-        judge_locked(verdict, target, library, scenarios, tally, listeners, settings, held)
+        left = judge_locked(verdict, target, library, scenarios, tally, listeners, settings, held)
+    stray = outlived("the candidate's worker", reap_strays())  # before the verdict is written
+    verdict.failure = verdict.failure or stray
+    if watch is not None:
+        watch.report(verdict, left, confined=_confined(verdict, built))
     verdict.status = (
         "ok" if verdict.failure is None and all(r.correct for r in verdict.results) else "failed"
     )
@@ -304,6 +321,18 @@ def _static_checks(
     failure, finding = check_symbols(built.library, policy)
     verdict.checks["symbols"] = f"failed: {failure.reason}" if failure else finding
     return failure
+
+
+def _confined(verdict: Verdict, built: BuildResult | None) -> bool:
+    """Whether every process that touched the candidate could write only to its own folder.
+
+    Then a change to what outlives the run was made by something else on the machine.
+    """
+    build_writes = str((built.confinement or {}).get("writes", "")) if built else "active"
+    if built is not None and built.cached:
+        build_writes = "active"  # no build process ran in this run
+    worker_writes = str((verdict.protections or {}).get("writes", ""))
+    return build_writes.startswith("active") and worker_writes.startswith("active")
 
 
 def _read_kernel(path: Path, target: Target) -> bytes:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.harness import channel
-from evals.harness.failures import Code, Failure, one_line
+from evals.harness.failures import PARENT_ONLY, Code, Failure, one_line
 from evals.harness.hygiene import clean_environment, with_package_root
 from evals.harness.os_sandbox import SANDBOX_ENV
 from evals.harness.targets import Target
@@ -172,7 +172,7 @@ class WorkerClient:
         header, _ = self._receive(time.monotonic() + STARTUP_TIMEOUT_S, "starting")
         if not header.get("ok"):
             self.close()
-            raise WorkerFailure(Failure.from_json(header.get("failure")))
+            raise WorkerFailure(self._reported(header.get("failure")))
         raw = header.get("protections")
         how = "cleaned" if self.clean_env else "inherited from the caller"
         self.protections = {**(raw if isinstance(raw, dict) else {}), "environment": how}
@@ -228,8 +228,22 @@ class WorkerClient:
         if not answer.get("ok"):
             if answer.get("restart"):  # e.g. a CUDA error: the worker's context is unusable
                 self.kill()
-            raise WorkerFailure(Failure.from_json(answer.get("failure")))
+            raise WorkerFailure(self._reported(answer.get("failure")))
         return answer, payload
+
+    def _reported(self, raw: object) -> Failure:
+        """The failure the worker reports, as the parent attributes it.
+
+        A process that loaded the candidate reports only the candidate's failures: a code
+        that would blame the harness or the machine (:data:`PARENT_ONLY`), or one the parent
+        does not know, is the candidate's exception, whatever reason comes with it.
+        """
+        failure = Failure.from_json(raw)
+        if not self.runs_candidate or failure.code not in PARENT_ONLY:
+            return failure
+        said = raw.get("code") if isinstance(raw, dict) else None
+        reason = f"the candidate's worker answered {said!r}, a code only the harness gives: "
+        return Failure(Code.EXCEPTION, reason + failure.reason)
 
     def _receive(self, deadline: float, doing: str) -> tuple[dict[str, Any], channel.Buffer]:
         assert self.sock is not None
