@@ -460,10 +460,17 @@ def corpus() -> dict[str, str]:
     return {**CHEATS, "honest_split_kv.cpp": HONEST_HEAD + HONEST_BODY + REG}
 
 
-HAND_WRITTEN = {"lock_squat.cpp", "timer_forge.cpp", "wall_batch_skip.cpp", "write_escape.cpp"}
-"""The hostile-process cheats (integrity III, classes 1 and 2, and the lock squat): kept as
-written, not generated (each walks loaded ELF images at run time; tests/test_hostile_process.py
-and tests/test_lock_tamper.py judge them)."""
+HAND_WRITTEN = {
+    "build_time_plant.cpp",
+    "lock_squat.cpp",
+    "timer_forge.cpp",
+    "wall_batch_skip.cpp",
+    "write_escape.cpp",
+}
+"""The hostile-process cheats (integrity III, classes 1 and 2, the lock squat, and integrity
+IV's build-time plant): kept as written, not generated (each walks loaded ELF images at run
+time; tests/test_hostile_process.py, tests/test_lock_tamper.py and
+tests/test_build_confinement.py judge them)."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,6 +68,14 @@ def children(pid: int | None = None) -> list[int]:
     return sorted(found)
 
 
+def _state(pid: int) -> str:
+    """The process's state letter (``Z``: a zombie), or "" when it is gone."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        stat = (Path("/proc") / str(pid) / "stat").read_text()
+        return stat[stat.rindex(")") + 2 :].split()[0]
+    return ""
+
+
 def _describe(pid: int) -> str:
     with contextlib.suppress(OSError):
         raw = (Path("/proc") / str(pid) / "cmdline").read_bytes()
@@ -92,7 +100,8 @@ def sweep(keep: Collection[int] = ()) -> list[str]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGSTOP)
         for pid in strays:
-            found.append(_describe(pid))
+            if _state(pid) != "Z":  # a zombie runs nothing: it is only reaped
+                found.append(_describe(pid))
             for child in children(pid):  # killed below, so they come to this process next
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(child, signal.SIGSTOP)
