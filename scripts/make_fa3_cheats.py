@@ -649,6 +649,24 @@ def hostile_process() -> dict[str, str]:
                 ),
                 includes,
             ),
+            cheat(
+                "build_time_plant",
+                "write_escape.cu's writes (a .pth into the running torch's site-packages, a "
+                "file into the build cache, one into /tmp) from a static initialiser, so they "
+                "run wherever its library is loaded: by the build, as cpp_extension.load did, "
+                "outside every sandbox as the harness's own user; correct attention otherwise.",
+                "the build links and never loads it (the first dlopen is in the confined "
+                "worker, where Landlock confines writes to its private folder); the footprint, "
+                "recorded before the build, fails a run whose candidate changed a protected "
+                "place (SANDBOX_VIOLATION).",
+                entry_points(
+                    f"  return naive_dense({DARGS});",
+                    pre=LIBC_BY_ADDRESS
+                    + (DATA / "write_escape.cu.txt").read_text()
+                    + "\nnamespace {\n[[maybe_unused]] const bool planted = (escape(), true);\n}\n",
+                ),
+                includes,
+            ),
         ]
     )
 

@@ -55,3 +55,37 @@ def test_write_escape_leaves_no_file_and_a_write_fails_the_run(monkeypatch):
     finally:
         for path in _targets():
             path.unlink(missing_ok=True)
+
+
+def test_build_time_plant_is_never_loaded_by_the_build(monkeypatch, tmp_path):
+    # integrity IV: its writes run from a static initialiser, wherever its library loads; the
+    # build links it without loading it, and in the worker Landlock refuses them
+    from evals.harness import get_target
+    from evals.harness.build import build
+
+    monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
+    for path in _targets():
+        path.unlink(missing_ok=True)
+    try:
+        built = build(get_target("fa3_hopper"), CHEATS / "build_time_plant.cu", cache_dir=tmp_path)
+        assert built.library is not None, built.log
+        assert str(built.confinement["writes"]).startswith("active"), built.confinement
+        assert not [p for p in _targets() if p.exists()], "the build ran its initialiser"
+        verdict = evaluate(
+            RunSettings(
+                "check",
+                "fa3_hopper",
+                CHEATS / "build_time_plant.cu",
+                suite="smoke",
+                scenario_ids=(PREFILL,),
+                call_timeout_s=15,
+            )
+        )
+        assert not [p for p in _targets() if p.exists()]
+        failures = [verdict.failure] if verdict.failure is not None else []
+        failures += [r.failure for r in verdict.results if r.failure is not None]
+        if failures:
+            assert failures[0].code == Code.SANDBOX_VIOLATION, failures[0]
+    finally:
+        for path in _targets():
+            path.unlink(missing_ok=True)
