@@ -86,7 +86,7 @@ for step in "$@"; do
         wall_batch_skip or whole_contract" 2>&1 | tee "$work/gputests-head1.log" | tail -25 ;;
     gputests-head2) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu tests/gpu -n 6 \
         -p no:cacheprovider -rfE --durations=20 -k "start_kernel or provenance or dev_shape or \
-        write_escape or driver_function or bad_kernels or outlier" 2>&1 | tee "$work/gputests-head2.log" | tail -25 ;;
+        write_escape or build_time_plant or driver_function or bad_kernels or outlier" 2>&1 | tee "$work/gputests-head2.log" | tail -25 ;;
     fa4-rows) KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/inspect_replay.py \
         --task tasks/fa4_blackwell -T sandbox=local -T score_suite=dev \
         --kernel kernels/fa4_blackwell/start.cu --epochs 1 --out "$work/fa4-rows" \
