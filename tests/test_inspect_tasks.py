@@ -60,6 +60,7 @@ def test_crashing_kernel_scores_zero_with_reason_and_log_succeeds(tmp_path):
     assert score.value == {"success": 0.0, "speedup": 0.0, "speedup_vs_fastest": 0.0,
                            "passed": 0.0, "coverage": 1.0}
     assert "SIGSEGV" in score.explanation
+    assert score.metadata["isolation"] == "local"  # the agent and the scorer shared this host
 
 
 def test_stop_condition_caches_verification_by_kernel_hash(tmp_path):

@@ -78,7 +78,7 @@ def test_harness_errors_are_marked_and_left_out_counted(tmp_path):
     assert (arm.runs, arm.excluded, arm.successes) == (2, 2, 1)
     text = render(tmp_path / "ds", tmp_path / "lb").read_text()
     assert "| arm | 2 | 2 | 1/2 |" in text and "Runs left out: 2" in text
-    assert "dataset version: 3" in (tmp_path / "ds" / "README.md").read_text()
+    assert "dataset version: 4" in (tmp_path / "ds" / "README.md").read_text()
 
 
 DRY = "dry run on sm_90, not a Blackwell measurement"

@@ -170,3 +170,47 @@ def test_a_resumed_study_counts_each_run_once(tmp_path):
     for name in ("x.eval", "eval-set.json", "logs.json", "y.json"):
         (tmp_path / name).write_text("{}")
     assert [p.name for p in log_paths([tmp_path])] == ["x.eval", "y.json"]
+
+
+def test_the_plan_says_a_local_sandbox_is_not_isolated(tmp_path):
+    local = "\n".join(_plan(tmp_path).lines())  # cpu_attention's default sandbox is local
+    assert "isolation local: the agent and the scorer share a user and a host" in local
+    boxed = dataclasses.replace(TARGETS["cpu_attention"].defaults, sandbox="docker")
+    assert "isolation container\n" in "\n".join(_plan(tmp_path, task_args=boxed).lines()) + "\n"
+
+
+def test_publish_refuses_a_local_sandbox_before_anything_runs(tmp_path, capsys, monkeypatch):
+    with pytest.raises(StudyPlanError, match="--publish needs a container sandbox") as info:
+        _plan(tmp_path, publish=True)
+    assert "\n" not in str(info.value)
+    monkeypatch.setattr(study_run, "eval_set", lambda **kw: pytest.fail("ran"))
+    argv = ["cpu_attention", "--arm", "kernel_agent", "--replay", str(START), "--publish"]
+    assert main([*argv, "--log-dir", str(tmp_path / "l")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --publish needs a container sandbox") and "\n" not in err
+
+
+def test_a_study_for_publication_builds_its_results_with_publish(tmp_path, monkeypatch):
+    monkeypatch.setattr(study_run, "eval_set", _fake_eval_set(True, []))
+    boxed = dataclasses.replace(TARGETS["cpu_attention"].defaults, sandbox="docker")
+    built: list[list[str]] = []
+    result = run_study(_plan(tmp_path, task_args=boxed, publish=True),
+                       build=lambda argv: built.append(argv) or 0)
+    assert result.built and [argv[-1] for argv in built] == ["--publish", "--publish"]
+    # refused (a run not scored in a container): not built
+    refused = run_study(_plan(tmp_path, task_args=boxed, publish=True), build=lambda argv: 2)
+    assert refused.complete and not refused.built
+
+
+def test_the_command_exits_non_zero_when_results_for_publication_were_not_built(
+    tmp_path, capsys, monkeypatch
+):
+    import evals.study.__main__ as study_main
+
+    monkeypatch.setattr(study_main, "preflight", lambda argv: None)  # no docker engine needed
+    monkeypatch.setattr(study_run, "eval_set", _fake_eval_set(True, []))
+    argv = ["cpu_attention", "--arm", "kernel_agent", "--replay", str(START), "-T",
+            "sandbox=docker", "--log-dir", str(tmp_path / "l")]
+    assert main(argv) == 0  # no logs: the dataset is not built, which is no failure here
+    assert main([*argv, "--publish"]) == 2  # for publication it is
+    assert "the dataset was not built" in capsys.readouterr().out

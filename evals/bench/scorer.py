@@ -2,7 +2,8 @@
 
 Before scoring, the agent's leftover processes are stopped; the verdict comes back on the
 harness's own channel and is checked (exit status, schema, kernel hash), see
-:mod:`evals.bench.harness_exec`.
+:mod:`evals.bench.harness_exec`. Every score records ``isolation`` (:data:`Isolation`): whether
+a container kept the agent from the scorer, or the local sandbox did not.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
+from inspect_ai.util import SandboxEnvironment, sandbox
 
 from evals.bench import budget
 from evals.bench.faults import HarnessFault
@@ -27,7 +29,7 @@ from evals.bench.metrics import (
     wilson_low,
 )
 from evals.bench.processes import stop_agent_processes
-from evals.bench.settings import TaskSettings
+from evals.bench.settings import Isolation, TaskSettings
 from evals.bench.summary import category_geomeans, scenario_rows, upstream_summary
 
 ZERO = {"success": 0.0, "speedup": 0.0, "speedup_vs_fastest": 0.0, "passed": 0.0, "coverage": 0.0}
@@ -100,6 +102,23 @@ def score_from_run(run: HarnessRun, upstream: str, extra: dict[str, Any] | None 
     return Score(value=value, explanation=_noted(verdict, explanation), metadata=meta)
 
 
+def run_isolation(settings: TaskSettings) -> Isolation:
+    """What separated the agent from the scorer in this sample: ``container`` or ``local``.
+
+    The task's ``sandbox`` argument says, unless Inspect's ``--sandbox local`` replaced the
+    container it names: a sample whose sandbox is Inspect's local one is ``local`` whatever the
+    argument.
+    """
+    if settings.isolation == "local":
+        return "local"
+    try:
+        # the environment behind Inspect's proxy (any sandbox is a SandboxEnvironment)
+        live = sandbox().as_type(SandboxEnvironment)  # type: ignore[type-abstract]
+    except (ProcessLookupError, ValueError, TypeError):
+        return settings.isolation  # no sandbox to look at (a scorer called outside a sample)
+    return "local" if type(live).__name__ == "LocalSandboxEnvironment" else settings.isolation
+
+
 def _noted(verdict: dict[str, Any], explanation: str) -> str:
     """The explanation, led by the device's note where it has one (a dry run's)."""
     device = (verdict.get("provenance") or {}).get("device") or {}
@@ -127,16 +146,18 @@ def kernel_speedup() -> Scorer:
 
     Metrics see every epoch (see :mod:`evals.bench.metrics`): success rate with a Wilson
     interval, the geomean speedup over successful runs with a t interval, fast_1.0/fast_1.1.
-    The metadata records the budgets spent (``budget``) and the processes stopped.
+    The metadata records the budgets spent (``budget``), the processes stopped and the run's
+    ``isolation`` (:func:`run_isolation`).
     """
 
     async def score(state: TaskState, target: Target) -> Score:
         settings = TaskSettings.from_json(state.metadata["settings"])
+        isolation = run_isolation(settings)
         stopped = await stop_agent_processes(settings)
         run = await run_harness(
             settings, "score", suite=settings.score_suite, timeout=settings.score_timeout
         )
-        extra = {"stopped_processes": stopped, "budget": budget.report()}
+        extra = {"isolation": isolation, "stopped_processes": stopped, "budget": budget.report()}
         return score_from_run(run, settings.upstream, extra)
 
     return score

@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evals.bench.targets import bench_target
-from evals.bench.task_args import SandboxKind, TaskArgs
+from evals.bench.task_args import LOCAL_WARNING, Isolation, SandboxKind, TaskArgs, isolation_of
 
-__all__ = ["SandboxKind", "TaskArgs", "TaskSettings"]
+__all__ = ["LOCAL_WARNING", "Isolation", "SandboxKind", "TaskArgs", "TaskSettings", "isolation_of"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,29 +9,41 @@ target's ``-T`` arguments and defaults (from its :class:`~evals.bench.targets.Be
         return target_task("cpu_attention", args)
 
 The task's version is its target folder's (``evals/targets/<name>/target.toml``'s history).
+In the local sandbox (``-T sandbox=local``, or Inspect's ``--sandbox local``) every sample starts
+by logging :data:`~evals.bench.settings.LOCAL_WARNING` (the agent and the scorer share a user and
+a host): a setup step, which no ``--solver`` replaces.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
-from inspect_ai.solver import Solver
+from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from evals.bench.arms.kernel_agent import kernel_agent
 from evals.bench.keywords import keyword_settings
 from evals.bench.prompt import build_prompt
 from evals.bench.sandboxes import sandbox_spec
-from evals.bench.scorer import kernel_speedup
-from evals.bench.settings import TaskSettings
+from evals.bench.scorer import kernel_speedup, run_isolation
+from evals.bench.settings import LOCAL_WARNING, TaskSettings
 from evals.bench.targets import bench_target
 from evals.bench.task_args import TaskArgs
 from evals.bench.validate import TaskArgumentError, validate
 
-__all__ = ["kernel_task", "target_settings", "target_task", "task_arguments"]
+__all__ = [
+    "kernel_task",
+    "local_sandbox_warning",
+    "target_settings",
+    "target_task",
+    "task_arguments",
+]
+
+logger = logging.getLogger(__name__)
 
 
 def task_arguments(target: str) -> Callable[[Callable[[TaskArgs], Task]], Callable[..., Task]]:
@@ -55,6 +67,21 @@ def target_settings(target: str, args: TaskArgs | None = None) -> TaskSettings:
 def target_task(target: str, args: TaskArgs) -> Task:
     """The task of ``target`` with ``args``: validated, then built by :func:`kernel_task`."""
     return kernel_task(target_settings(target, args))
+
+
+@solver
+def local_sandbox_warning() -> Solver:
+    """In the local sandbox, log :data:`LOCAL_WARNING` as the sample starts; else nothing.
+
+    The warning goes to the sample's transcript (an Inspect logger event) and the console.
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if run_isolation(TaskSettings.from_json(state.metadata["settings"])) == "local":
+            logger.warning(LOCAL_WARNING)
+        return state
+
+    return solve
 
 
 def kernel_task(
@@ -85,6 +112,7 @@ def kernel_task(
     return Task(
         dataset=[sample],
         solver=solver or kernel_agent(),
+        setup=local_sandbox_warning(),
         scorer=kernel_speedup(),
         sandbox=sandbox_spec(settings, root=root),
         # agent messages and tokens are enforced by the arms (evals.bench.budget), so that

@@ -5,9 +5,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["SandboxKind", "TaskArgs"]
+__all__ = ["LOCAL_WARNING", "Isolation", "SandboxKind", "TaskArgs", "isolation_of"]
 
 SandboxKind = Literal["local", "docker", "k8s"]
+Isolation = Literal["container", "local"]
+"""What separated the agent from the scorer, recorded in every score's metadata (``isolation``).
+
+``container``: the agent worked in a ``docker`` or ``k8s`` sandbox, a container where it is an
+unprivileged user (``sandboxes/README.md`` says what keeps it from the scorer there). ``local``:
+the agent's shell and the harness ran as one user on one host; nothing kept the agent from the
+scorer, so the score is not tamper-proof.
+"""
+
+LOCAL_WARNING = (
+    "sandbox=local: the agent and the scorer share a user and a host; scores are not "
+    "tamper-proof and are marked isolation=local"
+)
+"""The one line a run in the local sandbox logs at the start of each sample."""
+
+
+def isolation_of(sandbox: SandboxKind) -> Isolation:
+    """The isolation a sandbox kind gives: ``local`` for ``local``, else ``container``."""
+    return "local" if sandbox == "local" else "container"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -18,7 +37,8 @@ class TaskArgs:
         suite: The suite the agent may check and bench on, and that verifies a submission.
         score_suite: The suite of the final score (secret seed).
         upstream: The upstream the ``speedup`` score is against (or ``fastest``).
-        sandbox: ``local`` (no isolation), ``docker`` or ``k8s``.
+        sandbox: ``local`` (no isolation: the agent and the scorer share a user and a host,
+            see :data:`Isolation`), ``docker`` or ``k8s``.
         attempts: Submissions allowed; a failed verification sends the agent back to work.
         message_limit: Messages of the agent's loop (see :mod:`evals.bench.budget`).
         token_limit: Tokens of the agent model's generations (None: unlimited).
@@ -38,3 +58,8 @@ class TaskArgs:
     time_limit: int | None = None
     evaluations: int = 60
     seed_offset: int = 0
+
+    @property
+    def isolation(self) -> Isolation:
+        """What separates the agent from the scorer in this run's sandbox."""
+        return isolation_of(self.sandbox)

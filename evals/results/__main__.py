@@ -4,10 +4,12 @@
     python -m evals.results leaderboard --dataset results/dataset/ --out .scratch/results/lb/
 
 Neither overwrites shipped data (files git tracks, such as ``results/dataset/`` and
-``results/leaderboard/``) unless ``--force`` is given.
+``results/leaderboard/``) unless ``--force`` is given. The leaderboard marks runs not scored in a
+container (``isolation`` ``local`` or ``unknown``); with ``--publish`` either command refuses
+them, writing nothing.
 
 Exit status: 0 done; 2 bad input (one line on stderr: a missing folder, no KernelSeek runs,
-an output folder holding shipped data).
+an output folder holding shipped data, with ``--publish`` a run not scored in a container).
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def parser() -> argparse.ArgumentParser:
     for cmd in (b, lb):
         cmd.add_argument(
             "--force", action="store_true", help="overwrite a folder holding shipped data"
+        )
+        cmd.add_argument(
+            "--publish",
+            action="store_true",
+            help="refuse any run not scored in a container (isolation local or unknown)",
         )
     return p
 
@@ -73,12 +80,13 @@ def _run(args: argparse.Namespace) -> str:
             raise ValueError(f"no such log file or folder: {', '.join(missing)}")
         from evals.results.dataset import build
 
-        return f"{build(args.logs, args.out, note=args.note)} rows -> {args.out}"
+        rows = build(args.logs, args.out, note=args.note, publish=args.publish)
+        return f"{rows} rows -> {args.out}"
     if not (args.dataset / "runs.parquet").exists():
         raise ValueError(f"{args.dataset} holds no runs.parquet (run `build` first)")
     from evals.results.leaderboard import render
 
-    return f"leaderboard -> {render(args.dataset, args.out, note=args.note)}"
+    return f"leaderboard -> {render(args.dataset, args.out, note=args.note, publish=args.publish)}"
 
 
 def main(argv: list[str] | None = None) -> int:

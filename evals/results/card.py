@@ -8,8 +8,9 @@ from typing import Any
 # Bumped when the columns or their meaning change; 2 added outcome / outcome_reason (runs that
 # failed for the harness's or the environment's reasons are marked, and left out by the
 # leaderboard); 3 added arch / dry_run (a target's run on another architecture than its own,
-# such as fa4_blackwell's Hopper dry run, is kept apart from its real measurements).
-DATASET_VERSION = 3
+# such as fa4_blackwell's Hopper dry run, is kept apart from its real measurements); 4 added
+# isolation (what separated the agent from the scorer; older rows read back as `unknown`).
+DATASET_VERSION = 4
 COLUMNS = {
     "kind": "`measured` (this file) or `reference` (reference.parquet: reported elsewhere)",
     "task, task_version, target": "Inspect task, its version (bumped when scores could move)",
@@ -21,6 +22,11 @@ COLUMNS = {
     "environment failed (the sample errored, recorded no score, or its verdict failed with "
     "`harness_error` / `device_busy`), with the reason; the leaderboard leaves those out, "
     "counted",
+    "isolation": "what separated the agent from the scorer, as the score recorded it: "
+    "`container` (a docker or k8s sandbox), `local` (the local sandbox: the agent and the scorer "
+    "shared a user and a host, so the score is not tamper-proof) or `unknown` (no score, or a log "
+    "older than the record); the leaderboard marks every run not `container`, and `--publish` "
+    "refuses them",
     "success": "1 when every scenario of the score suite is correct, else 0",
     "speedup": "geomean speedup vs `upstream` over the scenarios it ran; 0 unless success",
     "speedup_vs_fastest": "geomean vs the fastest upstream per scenario; 0 unless success",
@@ -54,11 +60,13 @@ def _provenance(runs: Any) -> list[str]:
         return ", ".join(found) or "-"
 
     errors = int((runs["outcome"] == "harness_error").sum()) if "outcome" in runs else 0
+    isolation = runs["isolation"].value_counts().sort_index() if "isolation" in runs else {}
     return [
         f"- dataset version: {DATASET_VERSION}",
         f"- rows: {len(runs)} ({runs['log_path'].nunique()} logs; {errors} harness errors)",
         f"- tasks: {values('task')}; task versions: {values('task_version')}",
         f"- arms: {values('arm')}; models: {values('model')}",
+        "- isolation: " + (", ".join(f"{k} {n}" for k, n in isolation.items()) or "-"),
         f"- devices: {values('device')}; harness versions: {values('harness_version')}",
         f"- upstream versions: {values('upstream_versions')}",
         f"- runs created: {runs['created'].min()} to {runs['created'].max()}",

@@ -13,6 +13,7 @@ from evals.results.summary import (
     ArmSummary,
     compare,
     pairs,
+    publication_refusal,
     spread,
     study_epochs,
     summarise_arm,
@@ -27,6 +28,13 @@ PERMUTATION_RULE = (
     "runs into groups of the two arms' sizes; p is the share whose absolute difference of mean "
     "logs is at least the observed one; Monte Carlo above 20000 splits). With unequal arms this "
     "|difference| rule can be half scipy's default two-sided p (twice the smaller one-sided p)."
+)
+NOT_ISOLATED = "(!)"
+ISOLATION_NOTE = (
+    f"{NOT_ISOLATED} Not scored in a container: `local` runs shared a user and a host with the "
+    "scorer (`-T sandbox=local`), so a hostile agent could have changed its own score; "
+    "`unknown` runs come from logs that did not record their isolation. Not tamper-proof: "
+    "`--publish` refuses them."
 )
 INTERVALS = (
     "Intervals (95%): Wilson for the success rate; for the geomean a Student t interval on the "
@@ -53,17 +61,25 @@ def _ci(ci: Interval | None) -> str:
     return f"{_pair(ci.bounds)} {ci.method}"
 
 
+def _isolation(a: ArmSummary) -> str:
+    """The arm's kept runs by isolation: ``container``, else each kind counted and marked."""
+    if a.isolated:
+        return "container" if a.isolation else "-"
+    return ", ".join(f"{k} {n}" for k, n in a.isolation.items()) + f" {NOT_ISOLATED}"
+
+
 def _arm_table(arms: list[ArmSummary]) -> list[str]:
     lines = [
         "| arm | runs | left out (harness error) | success | 95% Wilson | "
-        "geomean speedup (successes) | 95% interval | fast_1.0 | fast_1.1 | upstream coverage |",
-        "| --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: |",
+        "geomean speedup (successes) | 95% interval | fast_1.0 | fast_1.1 | upstream coverage | "
+        "isolation |",
+        "| --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | --- |",
     ]
     for a in arms:
         lines.append(
             f"| {a.arm} | {a.runs} | {a.excluded} | {a.successes}/{a.runs} | "
             f"{_pair(a.success_ci, 2)} | {_x(a.geomean)} | {_ci(a.geomean_ci)} | "
-            f"{a.fast_1_0:.2f} | {a.fast_1_1:.2f} | {_x(a.coverage, 2)} |"
+            f"{a.fast_1_0:.2f} | {a.fast_1_1:.2f} | {_x(a.coverage, 2)} | {_isolation(a)} |"
         )
     excluded = sum(a.excluded for a in arms)
     lines += [
@@ -71,6 +87,8 @@ def _arm_table(arms: list[ArmSummary]) -> list[str]:
         f"Runs left out: {excluded} (a harness or environment fault, not the agent's; "
         "`outcome = harness_error` in the dataset, counted per arm above).",
     ]
+    if not all(a.isolated for a in arms):
+        lines += ["", ISOLATION_NOTE]
     return lines
 
 
@@ -174,9 +192,20 @@ def _reference_section(reference: Any) -> list[str]:
     return [*lines, ""]
 
 
-def render(dataset: Path, out: Path, *, note: str | None = None) -> Path:
-    """Write ``out/README.md`` and the plots from the dataset in ``dataset``."""
+def render(dataset: Path, out: Path, *, note: str | None = None, publish: bool = False) -> Path:
+    """Write ``out/README.md`` and the plots from the dataset in ``dataset``.
+
+    Runs not scored in a container are marked (an ``isolation`` column and a footnote). With
+    ``publish``, such runs are refused instead, writing nothing.
+
+    Raises:
+        ValueError: ``publish`` and a run that counts was not scored in a container (one line,
+            :func:`evals.results.summary.publication_refusal`).
+    """
     runs, reference = load(dataset)
+    refusal = publication_refusal(runs) if publish else None
+    if refusal:
+        raise ValueError(refusal)
     out.mkdir(parents=True, exist_ok=True)
     lines = [
         "# KernelSeek Bench leaderboard",

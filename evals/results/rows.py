@@ -4,7 +4,9 @@ Rows are read with Inspect's public log API (:func:`inspect_ai.log.read_eval_log
 nothing is parsed from log files by hand. Nested facts (per-category and per-upstream geomeans,
 budgets spent, questions by trigger and source) are flattened into prefixed columns:
 ``cat_<category>``, ``up_<upstream>_geomean`` / ``up_<upstream>_coverage``, ``budget_<name>``
-(spent) and ``limit_<name>``, ``questions_<source>_<trigger>``.
+(spent) and ``limit_<name>``, ``questions_<source>_<trigger>``. ``isolation`` is what the score
+recorded (:data:`evals.bench.settings.Isolation`), ``unknown`` where it recorded none (a log
+older than the record, or a sample without a score).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 
+from evals.bench.settings import Isolation
 from evals.harness.failures import Code
 
 SCORER = "kernel_speedup"
@@ -23,6 +26,10 @@ SCORE_FIELDS = ("success", "speedup", "speedup_vs_fastest", "passed", "coverage"
 # verdict failure codes that are the harness's or the environment's fault, not the candidate's
 # (evals.harness.runner.NOT_THE_CANDIDATE, not imported: the runner pulls in torch)
 HARNESS_FAULTS = frozenset({Code.HARNESS_ERROR.value, Code.DEVICE_BUSY.value})
+RowIsolation = Isolation | Literal["unknown"]
+"""A row's ``isolation``: the score's, or ``unknown`` where the score recorded none."""
+ISOLATED: RowIsolation = "container"
+"""The only isolation whose scores may be published (``--publish``)."""
 
 
 def _info(sample: EvalSample, key: str) -> list[Any]:
@@ -109,6 +116,13 @@ def _score(sample: EvalSample) -> dict[str, Any]:
     return row
 
 
+def isolation(sample: EvalSample) -> RowIsolation:
+    """The ``isolation`` the sample's score recorded; ``unknown`` without one (older logs)."""
+    score = (sample.scores or {}).get(SCORER)
+    found = (score.metadata or {}).get("isolation") if score is not None else None
+    return cast(Isolation, found) if found in get_args(Isolation) else "unknown"
+
+
 def outcome(sample: EvalSample) -> dict[str, Any]:
     """``outcome`` (``scored`` or ``harness_error``) and ``outcome_reason`` of one sample.
 
@@ -152,6 +166,7 @@ def sample_row(log: EvalLog, sample: EvalSample) -> dict[str, Any]:
         "log_status": log.status,
         "sample_error": sample.error.message.splitlines()[0] if sample.error else None,
         **outcome(sample),
+        "isolation": isolation(sample),
         **_score(sample),
         **_questions(sample),
         **_usage(sample),

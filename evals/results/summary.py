@@ -1,7 +1,9 @@
 """Per-arm summaries and pairwise comparisons computed from the dataset's measured rows.
 
 Runs whose ``outcome`` is ``harness_error`` (the harness or the environment failed, not the
-agent) are left out of every statistic and counted apart (``ArmSummary.excluded``).
+agent) are left out of every statistic and counted apart (``ArmSummary.excluded``). Runs that
+count but were not scored in a container (``isolation`` ``local`` or ``unknown``) are counted
+per arm (``ArmSummary.isolation``) and refused publication (:func:`publication_refusal`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from evals.results.rows import ISOLATED
 from evals.stats import (
     Interval,
     epochs_needed,
@@ -38,7 +41,8 @@ class ArmSummary:
     """One arm on one task and model: success and speed, reported separately.
 
     ``runs`` counts the runs kept (outcome ``scored``); ``excluded`` the harness errors left
-    out. Speedups are ratios (upstream time over candidate time).
+    out; ``isolation`` the kept runs by isolation (``container``, ``local``, ``unknown``).
+    Speedups are ratios (upstream time over candidate time).
     """
 
     arm: str
@@ -53,6 +57,12 @@ class ArmSummary:
     coverage: float | None
     categories: dict[str, float | None]
     speedups: list[float]
+    isolation: dict[str, int]
+
+    @property
+    def isolated(self) -> bool:
+        """Every kept run was scored in a container."""
+        return set(self.isolation) <= {ISOLATED}
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,36 @@ def summarise_arm(arm: str, runs: Any) -> ArmSummary:
         coverage=float(runs["coverage"].mean()) if runs["coverage"].notna().any() else None,
         categories={c[4:]: geomean([float(v) for v in ok[c].dropna()]) for c in cats},
         speedups=successes(speeds),
+        isolation=_isolation_counts(runs),
+    )
+
+
+def _isolation_counts(runs: Any) -> dict[str, int]:
+    found = runs["isolation"] if "isolation" in runs else [None] * len(runs)
+    counts: dict[str, int] = {}
+    for value in found:
+        key = str(value) if isinstance(value, str) and value else "unknown"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def publication_refusal(runs: Any) -> str | None:
+    """Why ``runs`` may not be published (one line); None when every counted run was isolated.
+
+    Every run that counts must have been scored in a container (``isolation`` ``container``). A
+    run scored in the local sandbox (``isolation`` ``local``: the agent and the scorer shared
+    a user and a host) or with no record of its isolation (``unknown``) is not tamper-proof.
+    Harness errors are left out: they carry no score.
+    """
+    counts = _isolation_counts(kept(runs)[0])
+    bad = {k: n for k, n in counts.items() if k != ISOLATED}
+    if not bad:
+        return None
+    found = ", ".join(f"{n} {k}" for k, n in bad.items())
+    return (
+        f"refusing to publish: {sum(bad.values())} run(s) not scored in a container "
+        f"(isolation: {found}), so their scores are not known to be tamper-proof; rerun "
+        "them with -T sandbox=docker or k8s"
     )
 
 

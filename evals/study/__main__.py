@@ -10,8 +10,12 @@ r"""``python -m evals.study``: arms x models x epochs on one task, in one resuma
 Prints the plan first (runs, each run's budget, device hours and agent tokens at most), then
 runs the study as one Inspect eval set in ``--log-dir``; interrupted, the same command resumes
 it. Once complete, the dataset and the leaderboard are written beside the log folder
-(``<log-dir>-dataset``, ``<log-dir>-leaderboard``). Exit status: 0 complete, 1 some task did not
-complete (run the command again to resume), 2 bad input (one line).
+(``<log-dir>-dataset``, ``<log-dir>-leaderboard``). The plan says each run's isolation: with
+``-T sandbox=local`` the agent and the scorer share a user and a host, and the leaderboard marks
+those runs. ``--publish`` is for results to publish: it refuses ``sandbox=local`` before anything
+runs, and builds the results with ``--publish`` (any run not scored in a container refused).
+Exit status: 0 complete, 1 some task did not complete (run the command again to resume), 2 bad
+input (one line), or with ``--publish`` results that were not built.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-attempts", type=int, default=2)
     p.add_argument("--tokens-per-message", type=int, default=3000, help="for the token estimate")
     p.add_argument("--plan-only", action="store_true", help="print the plan and stop")
+    p.add_argument(
+        "--publish",
+        action="store_true",
+        help="results for publication: a container sandbox only, every run scored in one",
+    )
     return p
 
 
@@ -87,6 +96,7 @@ def make_plan(args: argparse.Namespace) -> StudyPlan:
         task_args=targs,
         log_dir=args.log_dir.resolve(),
         tokens_per_message=args.tokens_per_message,
+        publish=args.publish,
     )
 
 
@@ -121,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INCOMPLETE
     if not result.built:
         print(f"complete; the dataset was not built (above: why): {plan.log_dir}")
-        return 0
+        return EXIT_BAD_INPUT if plan.publish else 0
     print(f"complete: dataset {result.dataset}, leaderboard {result.leaderboard}")
     return 0
 

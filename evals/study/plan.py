@@ -37,6 +37,9 @@ class StudyPlan:
         log_dir: The eval set's log folder: a second invocation with the same plan resumes it.
         tokens_per_message: Assumed agent tokens a message, for the token estimate when the
             task sets no ``token_limit``.
+        publish: The results are for publication: the sandbox must be a container (``docker``
+            or ``k8s``; ``local`` is refused before anything runs) and the results commands
+            refuse any run not scored in one (``--publish``).
     """
 
     target: str
@@ -46,6 +49,7 @@ class StudyPlan:
     task_args: TaskArgs
     log_dir: Path
     tokens_per_message: int = 3000
+    publish: bool = False
 
     def __post_init__(self) -> None:
         """Validate every field against what exists (one-line :class:`StudyPlanError`)."""
@@ -61,6 +65,12 @@ class StudyPlan:
             raise StudyPlanError("an arm or a model is named twice")
         if not self.models or self.epochs < 1 or self.tokens_per_message < 1:
             raise StudyPlanError("a study needs a model, epochs >= 1 and tokens_per_message >= 1")
+        if self.publish and self.task_args.isolation != "container":
+            raise StudyPlanError(
+                f"--publish needs a container sandbox (-T sandbox=docker or k8s): with "
+                f"sandbox={self.task_args.sandbox} the agent and the scorer share a user and a "
+                "host, so the scores are not tamper-proof"
+            )
 
     @property
     def runs(self) -> int:
@@ -106,6 +116,12 @@ class StudyPlan:
             else f"at most {self.agent_tokens():,} (assumed {self.tokens_per_message:,} a message "
             f"x message_limit {a.message_limit}; set -T token_limit to bound it)"
         )
+        isolation = (
+            f"isolation {a.isolation}"
+            if a.isolation == "container"
+            else f"isolation {a.isolation}: the agent and the scorer share a user and a host; "
+            "scores are not tamper-proof, marked on the leaderboard, refused by --publish"
+        )
         return [
             f"study: {self.target}, {len(self.arms)} arms x {len(self.models)} models x "
             f"{self.epochs} epochs = {self.runs} runs",
@@ -114,6 +130,7 @@ class StudyPlan:
             f"budget a run: message_limit {a.message_limit}, token_limit {a.token_limit}, "
             f"time_limit {a.time_limit} s, evaluations {a.evaluations}, attempts {a.attempts}; "
             f"work suite {a.suite}, score suite {a.score_suite}, sandbox {a.sandbox}",
+            f"{isolation}{' (for publication)' if self.publish else ''}",
             f"device time: {device}",
             f"agent tokens: {tokens}",
             f"logs: {self.log_dir} (run the same command again to resume)",

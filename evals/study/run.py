@@ -4,7 +4,8 @@ Every (arm, model) pair is one task of the eval set (the target's task with that
 solver; Inspect tells them apart by their solver), run for the plan's epochs. Inspect's eval set
 keeps its logs in the plan's folder and, run again with the same plan, skips what finished and
 retries what did not (an interrupted run included). When every task's log is complete the
-dataset and the leaderboard are built from the folder (``evals.results``), beside it.
+dataset and the leaderboard are built from the folder (``evals.results``), beside it; a plan
+for publication builds them with ``--publish``, which refuses runs not scored in a container.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def _record(plan: StudyPlan) -> dict[str, Any]:
         "models": list(plan.models),
         "epochs": plan.epochs,
         "task_args": asdict(plan.task_args),
+        "publish": plan.publish,
     }
 
 
@@ -103,7 +105,20 @@ def run_study(
 
         build = results_main
     note = f"Study: {plan.target}, arms {', '.join(plan.arms)}, {plan.epochs} epochs."
-    built = build(["build", str(logs), "--out", str(dataset), "--note", note]) == 0 and (
-        build(["leaderboard", "--dataset", str(dataset), "--out", str(board), "--note", note]) == 0
+    publish = ["--publish"] if plan.publish else []
+    built = build(["build", str(logs), "--out", str(dataset), "--note", note, *publish]) == 0 and (
+        build(
+            [
+                "leaderboard",
+                "--dataset",
+                str(dataset),
+                "--out",
+                str(board),
+                "--note",
+                note,
+                *publish,
+            ]
+        )
+        == 0
     )
     return StudyResult(True, dataset, board, built)
