@@ -53,8 +53,8 @@ def fake_harness(monkeypatch):
     async def run_harness(settings, command, **kwargs):
         return HarnessRun(1, "", None, "no kernel built (faked)", "0" * 64, None)
 
-    async def stop(settings):
-        return {"killed": [], "all_user_processes": settings.sandbox != "local"}
+    async def stop(*, container):
+        return {"killed": [], "all_user_processes": container}
 
     monkeypatch.setattr(scorer_module, "run_harness", run_harness)
     monkeypatch.setattr(scorer_module, "stop_agent_processes", stop)
@@ -93,6 +93,9 @@ def test_inspect_local_sandbox_overriding_a_container_argument_is_local(tmp_path
     # `inspect eval ... --sandbox local` replaces the task's docker sandbox: the score says so
     score, warnings = _scored(tmp_path, "docker", "local")
     assert score.metadata["isolation"] == "local" and warnings == [LOCAL_WARNING]
+    # and the agent's processes are stopped as on a host (the workspace's), never "all": on a
+    # host that is every process of the user
+    assert score.metadata["stopped_processes"]["all_user_processes"] is False
 
 
 @scorer(metrics=[mean()], name="kernel_speedup")

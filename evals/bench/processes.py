@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from inspect_ai.util import sandbox
 
-from evals.bench.settings import TaskSettings
-
 STOP = r"""
 mode=$1; self=$$; ws=$(pwd -P)
 spare=" 1 "; pid=$self
@@ -51,13 +49,17 @@ adopts them), but younger than the keep-alive; a first child started more than 5
 is not a keep-alive (without ``init``, PID 1 is the command itself and adopts the orphans)."""
 
 
-async def stop_agent_processes(settings: TaskSettings) -> dict[str, object]:
+async def stop_agent_processes(*, container: bool) -> dict[str, object]:
     """Kill the agent's leftover processes; returns what was done, for the score's metadata.
+
+    Args:
+        container: The sample's sandbox is a container (the sandbox actually in use, not the
+            task's argument: Inspect's ``--sandbox local`` may replace a container, and
+            ``stop all`` on the host would kill every process of the user).
 
     Returns:
         ``{"killed": [pids], "all_user_processes": bool}``, or ``{"error": reason}``.
     """
-    container = settings.sandbox != "local"
     try:
         result = await sandbox().exec(
             ["sh", "-c", STOP, "stop", "all" if container else "workspace"], timeout=60

@@ -153,7 +153,7 @@ def kernel_speedup() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         settings = TaskSettings.from_json(state.metadata["settings"])
         isolation = run_isolation(settings)
-        stopped = await stop_agent_processes(settings)
+        stopped = await stop_agent_processes(container=isolation == "container")
         run = await run_harness(
             settings, "score", suite=settings.score_suite, timeout=settings.score_timeout
         )
