@@ -29,8 +29,7 @@ def test_prebuilt_baseline_is_found_and_equals_a_compiled_one(tmp_path, monkeypa
     cmd = read_compile_command(candidate.library.parent)
     assert cmd is not None
 
-    monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "shared"))
-    thread = start(target, clean_env=False)
+    thread = start(target, clean_env=False, cache=tmp_path / "shared" / "builds")
     assert thread is not None
     thread.join(timeout=600)
     assert not thread.is_alive()
@@ -48,7 +47,7 @@ def test_no_prebuild_where_symbols_are_not_checked(monkeypatch):
     target = get_target("cpu_attention")
     assert target.policy is not None
     monkeypatch.setattr(target, "policy", None, raising=False)
-    assert start(target, clean_env=False) is None
+    assert start(target, clean_env=False, cache=Path("/nonexistent")) is None
 
 
 @pytest.mark.parametrize("source", [None, "this is not C++"])
@@ -58,12 +57,37 @@ def test_a_failed_prebuild_records_nothing_and_raises_nothing(tmp_path, monkeypa
     trivial = tmp_path / "trivial.cpp"
     if source is not None:
         trivial.write_text(source)
-    monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "shared"))
     monkeypatch.setattr(
         target, "policy", dataclasses.replace(target.policy, trivial_kernel=trivial)
     )
-    thread = start(target, clean_env=False)
+    thread = start(target, clean_env=False, cache=tmp_path / "shared" / "builds")
     assert thread is not None
     thread.join(timeout=300)
     assert not thread.is_alive()
     assert not list((tmp_path / "shared").rglob("symbols.json"))
+
+
+def test_a_score_reads_its_symbol_baseline_from_its_own_cache(tmp_path, monkeypatch):
+    # integrity IV: a name planted in the shared cache's baseline record (an agent's shell can
+    # write there) would let a symbol outside the allow-list through; score builds its
+    # baseline afresh in its private cache and never reads the shared one
+    import json
+
+    from evals.harness import Code, RunSettings, evaluate
+    from tests.helpers import ROOT
+
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("KERNELSEEK_CACHE", str(shared))
+    cheat = ROOT / "tests" / "cheats" / "cpu_attention" / "thread_via_at_launch.cpp"
+    verdict = evaluate(RunSettings("check", "cpu_attention", cheat, suite="smoke"))
+    assert verdict.failure is not None and verdict.failure.code == Code.FORBIDDEN_SYMBOL
+    prefix = "outside the target's allow-list: "
+    assert prefix in verdict.failure.reason, verdict.failure.reason
+    symbol = verdict.failure.reason.split(prefix, 1)[1]
+    [record] = (shared / "builds").glob("baseline-*/symbols.json")
+    record.write_text(json.dumps([*json.loads(record.read_text()), symbol]))  # the plant
+    planted = evaluate(RunSettings("check", "cpu_attention", cheat, suite="smoke"))
+    assert planted.checks["symbols"].startswith("passed"), planted.checks["symbols"]  # it works
+    scored = evaluate(RunSettings("score", "cpu_attention", cheat, suite="smoke"))
+    assert scored.failure is not None and scored.failure.code == Code.FORBIDDEN_SYMBOL
+    assert symbol in scored.failure.reason

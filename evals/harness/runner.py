@@ -193,12 +193,17 @@ def _build_and_judge(
                 verdict.lock = held
             except HarnessInputError as exc:
                 rejected = exc.failure
+        private = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kernelseek-build-")))
+        # score builds afresh in a private cache, its symbol baseline too: nothing another
+        # process wrote (an agent's planted record) can take part in the score
+        cache = settings.cache_dir or (private if settings.command == "score" else None)
         prebuild = None
         if settings.kernel is not None and rejected is None:
-            prebuild = baseline_prebuild.start(target, clean_env=settings.command == "score")
-        private = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kernelseek-build-")))
-        built = None if rejected else _build(target, settings, private, notify)
-        builds = (built, prebuild)
+            scoring = settings.command == "score"
+            root = cache or default_cache_dir()
+            prebuild = baseline_prebuild.start(target, clean_env=scoring, cache=root)
+        built = None if rejected else _build(target, settings, cache, notify)
+        builds = (built, prebuild, cache)
         _finish(verdict, target, settings, suite, builds, (rejected, watch), listeners, held)
 
 
@@ -207,19 +212,20 @@ def _finish(
     target: Target,
     settings: RunSettings,
     suite: Suite,
-    builds: tuple[BuildResult | None, threading.Thread | None],
+    builds: tuple[BuildResult | None, threading.Thread | None, Path | None],
     before: tuple[Failure | None, footprint.Watch | None],
     listeners: tuple[Progress | None, Notify | None],
     held: LockRecord | None,
 ) -> None:
     """Judge the built candidate (or record why it cannot be judged) and fill the timing.
 
-    ``builds``: the candidate's build and the trivial kernel's, still compiling beside it
-    (:mod:`evals.harness.baseline_prebuild`); waiting for it counts as static checks.
+    ``builds``: the candidate's build, the trivial kernel's, still compiling beside it
+    (:mod:`evals.harness.baseline_prebuild`; waiting for it counts as static checks), and
+    the cache both were built in (None: the shared one).
     ``before``: as :func:`_build_and_judge`'s. ``held``: the device's lock when this run
     already holds it (a CPU target's).
     """
-    built, prebuild = builds
+    built, prebuild, cache = builds
     rejected, watch = before
     verdict.build = built.to_json() if built else None
     tally = Tally()
@@ -227,7 +233,7 @@ def _finish(
     if prebuild is not None:
         prebuild.join()
     rejected = rejected or outlived("the build", reap_strays())
-    rejected = rejected or _static_checks(target, settings, built, verdict)
+    rejected = rejected or _static_checks(target, settings, built, verdict, baseline_root=cache)
     static_s = time.monotonic() - t0
     left: list[str] = []
     if built is not None and built.library is None:
@@ -270,9 +276,9 @@ BUILD_TICK_S = 5.0
 
 
 def _build(
-    target: Target, settings: RunSettings, private_cache: Path, notify: Notify | None
+    target: Target, settings: RunSettings, cache: Path | None, notify: Notify | None
 ) -> BuildResult | None:
-    """Build the candidate; ``score`` builds afresh in a private cache with a clean environment.
+    """Build the candidate in ``cache`` (None: the shared one); ``score`` in a clean environment.
 
     ``notify`` hears when the build starts, every :data:`BUILD_TICK_S` while it compiles,
     and how it ended.
@@ -280,7 +286,6 @@ def _build(
     if settings.kernel is None:
         return None
     scoring = settings.command == "score"
-    cache = settings.cache_dir or (private_cache if scoring else None)
     name = settings.kernel.name
     done = threading.Event()
     start = time.monotonic()
@@ -303,9 +308,17 @@ def _build(
 
 
 def _static_checks(
-    target: Target, settings: RunSettings, built: BuildResult | None, verdict: Verdict
+    target: Target,
+    settings: RunSettings,
+    built: BuildResult | None,
+    verdict: Verdict,
+    *,
+    baseline_root: Path | None = None,
 ) -> Failure | None:
-    """Includes before the build, symbols after it; each finding is recorded in the flags."""
+    """Includes before the build, symbols after it; each finding is recorded in the flags.
+
+    ``baseline_root``: the cache of the trivial kernel's symbol baseline (None: the shared).
+    """
     policy = target.policy
     if policy is None or settings.kernel is None:
         return None
@@ -318,7 +331,7 @@ def _static_checks(
     if not policy.check_symbols:
         verdict.checks["symbols"] = "skipped: this target's policy does not check symbols"
         return None
-    failure, finding = check_symbols(built.library, policy)
+    failure, finding = check_symbols(built.library, policy, baseline_root=baseline_root)
     verdict.checks["symbols"] = f"failed: {failure.reason}" if failure else finding
     return failure
 

@@ -198,8 +198,13 @@ def undefined_symbols(binary: Path) -> list[str]:
     return symbols
 
 
-def check_symbols(library: Path, policy: SourcePolicy) -> tuple[Failure | None, str]:
+def check_symbols(
+    library: Path, policy: SourcePolicy, *, baseline_root: Path | None = None
+) -> tuple[Failure | None, str]:
     """Everything judged on the candidate's build: includes, symbols, operators, system calls.
+
+    ``baseline_root``: the cache holding the trivial kernel's symbol baseline (default: the
+    shared build cache; ``score`` gives its private one, which nothing else has written).
 
     Returns:
         The first violation (or None) and a one-line finding for the verdict.
@@ -212,7 +217,8 @@ def check_symbols(library: Path, policy: SourcePolicy) -> tuple[Failure | None, 
         with ThreadPoolExecutor(max_workers=3) as pool:
             headers_job = pool.submit(_preprocessed_headers, library, policy)
             raw_job = pool.submit(_syscall_instructions, binaries)
-            added_job = pool.submit(_added_symbols, library, policy, symbols)
+            root = baseline_root or default_cache_dir()
+            added_job = pool.submit(_added_symbols, library, policy, symbols, root)
             headers, raw, added = headers_job.result(), raw_job.result(), added_job.result()
     except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
         reason = f"cannot check the candidate's build: {exc}"
@@ -249,19 +255,19 @@ def _preprocessed_headers(library: Path, policy: SourcePolicy) -> list[str] | No
     return include_scan.included_headers(cmd)
 
 
-def _added_symbols(library: Path, policy: SourcePolicy, symbols: list[str]) -> list[str] | None:
-    """The candidate's undefined symbols that the trivial kernel's build lacks, or None."""
+def _added_symbols(
+    library: Path, policy: SourcePolicy, symbols: list[str], root: Path
+) -> list[str] | None:
+    """The candidate's undefined symbols that the trivial kernel's build lacks, or None.
+
+    The baseline comes from ``root``'s records (made there when missing).
+    """
     if policy.trivial_kernel is None:
         return None
     cmd = read_compile_command(library.parent)
     if cmd is None:
         raise RuntimeError(f"no compile command in {library.parent / 'build.ninja'}")
-    # the shared cache, also for score's private builds: the baseline depends on the
-    # toolchain alone, and a planted one cannot pass a denied symbol (the deny rules judge
-    # every symbol first)
-    base = symbol_baseline.baseline_symbols(
-        cmd, policy.trivial_kernel, default_cache_dir(), undefined_symbols
-    )
+    base = symbol_baseline.baseline_symbols(cmd, policy.trivial_kernel, root, undefined_symbols)
     return [s for s in symbols if s not in base]
 
 
