@@ -462,6 +462,7 @@ def corpus() -> dict[str, str]:
 
 HAND_WRITTEN = {
     "build_time_plant.cpp",
+    "forged_harness_error.cpp",
     "lock_squat.cpp",
     "timer_forge.cpp",
     "wall_batch_skip.cpp",

@@ -166,3 +166,15 @@ def test_a_changed_start_up_file_is_the_candidates_unless_it_could_not_write(
     watch.report(verdict, [], confined=confined)
     assert verdict.failure is not None and verdict.failure.code.value == code
     assert "planted.pth" in verdict.failure.reason
+
+
+def test_a_harness_error_forged_onto_the_channel_is_never_the_scorers_fault():
+    # the kernel writes an answer frame with code harness_error onto its worker's channel: the
+    # parent reads it as the candidate's exception, so the scorer sees no fault to leave out
+    from evals.bench.faults import verdict_fault
+
+    cheat = ROOT / "tests" / "cheats" / "cpu_attention" / "forged_harness_error.cpp"
+    verdict = evaluate(RunSettings("check", "cpu_attention", cheat, suite="smoke"))
+    codes = [r.failure.code for r in verdict.results if r.failure is not None]
+    assert codes and codes[0] == Code.EXCEPTION
+    assert verdict.status == "failed" and verdict_fault(verdict.to_json()) is None

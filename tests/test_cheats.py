@@ -28,6 +28,9 @@ CASES = [
     ("getenv.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "environment access"),
     ("read_file.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "file I/O"),
     ("dlopen_library.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "dynamic loading"),
+    # integrity IV: a harness_error forged onto the channel is the candidate's, never an
+    # error left out of the statistics (tests/test_build_confinement.py: the scorer's view)
+    ("forged_harness_error.cpp", "check", "smoke", Code.EXCEPTION, "a code only the harness"),
     ("python_timer_patch.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "Python C-API"),
     ("torch_op.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "torch compute operator"),
     ("dispatcher_op.cpp", "check", "smoke", Code.FORBIDDEN_SYMBOL, "through the dispatcher"),
@@ -60,6 +63,9 @@ DRAWN_CASES = [
     ("half_storage.cpp", Code.NAN_INF, "NaN or Inf", True),
     ("kv_fingerprint_cache.cpp", Code.STALE_RESULT,
      "after a few rows of k and v were rewritten in place", False),
+    # issue 40: an edge class only the covering set is sure to reach (tests/test_contract_cover)
+    ("decode_d128_half.cpp", Code.INACCURATE, "exceeds tolerance", True),
+    ("odd_batch_pairs.cpp", Code.INACCURATE, "exceeds tolerance", True),
 ]
 
 
@@ -75,6 +81,9 @@ NEUTRALISED |= {"lock_squat.cpp"}
 # integrity IV, a plant that needs its library loaded outside the worker:
 # tests/test_build_confinement.py
 NEUTRALISED |= {"build_time_plant.cpp"}
+# a process forked at load to outlive its run and rewrite the verdict: scored in the scorer
+# container, tests/test_docker_hostile.py (pytest -m docker)
+NEUTRALISED |= {"outliving_fork.cpp"}
 
 
 def test_every_cheat_file_is_covered_and_documented():
