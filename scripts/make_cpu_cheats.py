@@ -452,6 +452,28 @@ CHEATS.update(
         ),
     ]
 )
+COVER = "the contract's covering set (every pair of classes, every run)"
+# issue 40: wrong only on an edge class the random draws reach by chance
+CHEATS.update(
+    [
+        cheat(
+            "decode_d128_half",
+            "a decode path (one query row) with a 64-column output tile: at head dim 128 the "
+            "upper half of every output row stays zero.",
+            f"{COVER}: seqlen_q 1 with head dim 128 (INACCURATE).",
+            body("decode_d128_half"),
+            "#include <cstring>\n",
+        ),
+        cheat(
+            "odd_batch_pairs",
+            "works on batches in pairs: an odd batch's last sequence attends the keys and "
+            "values of the one before it.",
+            f"{COVER}: odd prime batches 3, 5, 7 (INACCURATE).",
+            body("odd_batch_pairs"),
+            "#include <cstring>\n#include <utility>\n",
+        ),
+    ]
+)
 CHEATS = dict(sorted(CHEATS.items()))
 
 

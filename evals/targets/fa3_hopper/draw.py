@@ -39,14 +39,17 @@ def draw_params(space: DrawSpace) -> tuple[str, dict[str, Any]]:
         params.update(batch=n, seqlens=[q for q, _ in pairs], seqlens_k=[k for _, k in pairs])
         shape = f"n{n}"
     elif kind == "kvcache":
-        new, above = space.integer("new_rows"), causal and sq > sk
-        # rows that see no key: more queries than cached keys, nothing appended
-        cache_len = max(1, new // 2) if above else sk
+        seqlen_q, cache_len, above = _cache_lengths(space, causal, sq, sk)
+        batch = space.integer("batch")
+        append = False if above else space.choice("append")
+        if append and space.pinned("seqlen_q"):  # the class holds: appended rows are keys too
+            append = sk > seqlen_q
+            cache_len = sk - seqlen_q if append else cache_len
         params.update(
-            batch=space.integer("batch"),
-            seqlen_q=max(new, 2) if above else new,
+            batch=batch,
+            seqlen_q=seqlen_q,
             cache_len=cache_len,
-            append=False if above else space.choice("append"),
+            append=append,
             ragged_min=space.choice("ragged_min"),
         )
         shape = f"q{params['seqlen_q']}-c{cache_len}"
@@ -59,6 +62,20 @@ def draw_params(space: DrawSpace) -> tuple[str, dict[str, Any]]:
     dtype = "fp8" if params["dtype"] == "float8_e4m3fn" else "bf16"
     mask = "causal" if causal else "full"
     return f"{kind}-{dtype}-d{d}-{shape}-h{hkv * group}k{hkv}-{mask}", params
+
+
+def _cache_lengths(space: DrawSpace, causal: bool, sq: int, sk: int) -> tuple[int, int, bool]:
+    """``(seqlen_q, cache_len, above)`` of a KV-cache draw; ``above``: rows that see no key.
+
+    A covering row's lengths are kept (``sq`` new query rows against ``sk`` cached keys); a
+    random draw's query rows come from ``new_rows``, and rows that see no key from more
+    queries than cached keys, nothing appended.
+    """
+    above = causal and sq > sk
+    if space.pinned("seqlen_q"):
+        return sq, sk, above
+    new = space.integer("new_rows")
+    return (max(new, 2), max(1, new // 2), True) if above else (new, sk, False)
 
 
 def rewrite(p: Fa3Params, inputs: Mapping[str, Any], seed: int) -> None:

@@ -1,0 +1,144 @@
+"""A target's contract in machine-readable form: its open dimensions, their ranges and classes.
+
+The prose contract (``kernels/<target>/CONTRACT.md``) holds one fenced ``toml`` block, its
+section "Ranges", the single source of truth for every dimension the contract leaves open::
+
+    format = "kernelseek.contract/1"
+    [limits]                  # stated limits on the whole input (bytes, aliasing, ...)
+    [dims.<name>]             # one open dimension
+    range = [lo, hi]          # numeric: the legal range (``inf`` where only a limit bounds it)
+    values = [...]            # or categorical: every legal value
+    draw = "<quantity>"       # the draw.json quantity its random draws come from, if any
+    via = "..."               # or: how its random draws reach it (a derived quantity)
+    relative_to = "<dim>"     # classes are relations to another dimension (see RELATIONS)
+    classes.<class> = {kind = values}   # boundary and interior classes, as draw specs
+    [[exclude]]               # class pairs no input can show, e.g. {seqlen_q = "below",
+                              # seqlen_k = "one"}
+
+Each class is a draw spec of :data:`evals.harness.contract_draw.KINDS` (``int``, ``uniform``,
+``choice``) over the dimension's quantity; a run's covering set pins one class per dimension
+(:mod:`evals.harness.contract_cover`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CONTRACT_FORMAT = "kernelseek.contract/1"
+RELATIONS = frozenset({"one", "below", "equal", "above"})
+"""Classes of a length relative to another (see ``DrawSpace.pinned_layout``)."""
+_BLOCK = re.compile(r"^```toml\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One open dimension of the contract.
+
+    Attributes:
+        name: The dimension, also the quantity a covering row pins.
+        classes: Class name to its draw spec (``{kind: values}``), in contract order.
+        range: ``(lo, hi)`` of a numeric dimension (``math.inf`` unbounded), else None.
+        values: Every legal value of a categorical dimension, else None.
+        draw: The draw.json quantity its random draws come from ("" where none does).
+        via: How its random draws reach it when no quantity is its own.
+        relative_to: The dimension its classes are relations to (:data:`RELATIONS`), or "".
+    """
+
+    name: str
+    classes: Mapping[str, Mapping[str, Any]]
+    range: tuple[float, float] | None = None
+    values: tuple[Any, ...] | None = None
+    draw: str = ""
+    via: str = ""
+    relative_to: str = ""
+
+
+@dataclass(frozen=True)
+class ContractSpec:
+    """A target's machine-readable contract.
+
+    Attributes:
+        dims: The open dimensions, in contract order.
+        limits: Stated limits on the whole input (e.g. ``input_bytes``, bytes).
+        excluded: Class pairs no input shows, each ``((dim, class), (dim, class))``.
+    """
+
+    dims: tuple[Dim, ...]
+    limits: Mapping[str, Any]
+    excluded: frozenset[frozenset[tuple[str, str]]]
+
+    def dim(self, name: str) -> Dim:
+        """The dimension ``name``."""
+        return next(d for d in self.dims if d.name == name)
+
+
+def parse_contract(text: str, where: str = "contract") -> ContractSpec:
+    """The contract of a CONTRACT.md's fenced ``toml`` block.
+
+    Raises:
+        ValueError: No block, another format, or a malformed dimension.
+    """
+    match = _BLOCK.search(text)
+    if match is None:
+        raise ValueError(f"{where}: no fenced toml block")
+    doc = tomllib.loads(match.group(1))
+    if doc.get("format") != CONTRACT_FORMAT:
+        raise ValueError(f"{where}: expected format {CONTRACT_FORMAT!r}")
+    dims = tuple(_dim(name, spec, where) for name, spec in doc.get("dims", {}).items())
+    excluded = frozenset(frozenset(pair.items()) for pair in doc.get("exclude", []))
+    if any(len(p) != 2 for p in excluded):
+        raise ValueError(f"{where}: every exclude names two dimensions' classes")
+    return ContractSpec(dims, doc.get("limits", {}), excluded)
+
+
+def _dim(name: str, spec: Mapping[str, Any], where: str) -> Dim:
+    """The dimension ``name`` of the block's ``[dims.<name>]`` table ``spec``."""
+    classes = spec.get("classes", {})
+    if not classes or any(len(c) != 1 for c in classes.values()):
+        raise ValueError(f"{where}: dimension {name!r} needs classes, one draw spec each")
+    if ("range" in spec) == ("values" in spec):
+        raise ValueError(f"{where}: dimension {name!r} needs a range or values, not both")
+    lo_hi = spec.get("range")
+    return Dim(
+        name=name,
+        classes=dict(classes),
+        range=(float(lo_hi[0]), float(lo_hi[1])) if lo_hi is not None else None,
+        values=tuple(spec["values"]) if "values" in spec else None,
+        draw=str(spec.get("draw", "")),
+        via=str(spec.get("via", "")),
+        relative_to=str(spec.get("relative_to", "")),
+    )
+
+
+def load_contract(path: Path) -> ContractSpec:
+    """The machine-readable contract in the CONTRACT.md at ``path``."""
+    return parse_contract(path.read_text(), str(path))
+
+
+def spec_bounds(spec: Mapping[str, Any]) -> tuple[float, float] | tuple[Any, ...]:
+    """``(lo, hi)`` of a numeric draw spec, else the tuple of values it can give."""
+    kind, values = next(iter(spec.items()))
+    if kind in ("int", "uniform"):
+        return float(values[0]), float(values[1])
+    values = tuple(values)
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return float(min(values)), float(max(values))
+    return values
+
+
+def inside(dim: Dim, spec: Mapping[str, Any]) -> bool:
+    """Whether every value ``spec`` can give is legal for ``dim``."""
+    kind, values = next(iter(spec.items()))
+    if dim.relative_to:
+        return kind == "choice" and set(values) <= RELATIONS
+    if dim.values is not None:
+        return kind in ("choice", "cycle") and set(values) <= set(dim.values)
+    assert dim.range is not None
+    lo, hi = spec_bounds(spec)
+    return dim.range[0] <= lo and hi <= dim.range[1] and not math.isnan(lo)

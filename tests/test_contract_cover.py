@@ -1,0 +1,96 @@
+"""The machine-readable contracts, the draw spaces that must agree with them, and the covering set.
+
+No GPU: the GPU targets' draw functions run on the CPU (they only build parameters).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from evals.harness.contract_cover import covering_rows, uncovered
+from evals.harness.contract_draw import contract_path, draw_path, drawn_scenarios
+from evals.harness.contract_spec import ContractSpec, inside, load_contract, spec_bounds
+from evals.harness.targets import get_target
+
+TARGETS = ("cpu_attention", "fa3_hopper", "fa4_blackwell")
+SEEDS = (0, 1, 7, 12345, 2**40 + 3)
+
+
+def _contract(target: str) -> ContractSpec:
+    return load_contract(contract_path(target))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_draw_space_agrees_with_the_contract(target):
+    spec = _contract(target)
+    doc = json.loads(draw_path(target).read_text())
+    space, reasons = doc["space"], doc.get("narrower", {})
+    for dim in spec.dims:
+        assert dim.draw or dim.via, f"{dim.name}: no random draw reaches it"
+        for name, cls in dim.classes.items():
+            assert inside(dim, cls), f"{dim.name}.{name}: {cls} outside the contract"
+        if not dim.draw:
+            continue
+        drawn = space[dim.draw]
+        assert inside(dim, drawn), f"{dim.draw}: {drawn} outside the contract's {dim.name}"
+        if dim.values is not None:
+            narrower = set(next(iter(drawn.values()))) != set(dim.values)
+        else:
+            assert dim.range is not None
+            narrower = spec_bounds(drawn) != dim.range
+        assert not narrower or reasons.get(dim.draw), f"{dim.draw} narrower, no reason given"
+    named = {d.draw for d in spec.dims}
+    assert set(reasons) <= named, "a reason for a quantity no dimension draws"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_covering_set_covers_every_class_pair(target, seed):
+    spec = _contract(target)
+    classes = {d.name: list(d.classes) for d in spec.dims}
+    rows = covering_rows(spec, random.Random(seed))
+    assert not uncovered(rows, classes, spec.excluded)
+    assert not any(frozenset(p) in spec.excluded for r in rows for p in _pairs(r))
+    assert len(rows) <= 2 * max(len(a) * len(b) for a in classes.values() for b in classes.values())
+
+
+def _pairs(row):
+    items = list(row.items())
+    return [(a, b) for i, a in enumerate(items) for b in items[i + 1 :]]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_drawing_suite_adds_a_covering_set_that_varies_with_the_seed(target):
+    t = get_target(target)
+    for suite in ("smoke", "dev", "full"):
+        scenarios = drawn_scenarios(t, suite, seed=3)
+        cover = [s for s in scenarios if s.id.startswith("cover")]
+        assert cover and all(s.contract and s.drawn for s in cover)
+        assert len({s.id for s in scenarios}) == len(scenarios)
+    a = [s.params for s in drawn_scenarios(t, "smoke", seed=3)]
+    assert a == [s.params for s in drawn_scenarios(t, "smoke", seed=3)]
+    assert a != [s.params for s in drawn_scenarios(t, "smoke", seed=4)]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_cpu_covering_scenarios_show_their_classes(seed):
+    """The realised cpu scenarios show the classes: a single query row at head dim 128, a single
+    key with grouped KV heads, an odd prime batch, v at the top of the range."""
+    scenarios = [s.params for s in drawn_scenarios(get_target("cpu_attention"), "smoke", seed)]
+    assert any(p["seqlen_q"] == 1 and p["head_dim"] == 128 for p in scenarios)
+    assert any(p["seqlen_k"] == 1 and p["heads_q"] > p["heads_kv"] for p in scenarios)
+    assert any(p["batch"] in (3, 5, 7) and p["dtype"] == "bfloat16" for p in scenarios)
+    assert any(math.log2(p["v_std"]) >= 80 and p["causal"] for p in scenarios)
+    assert any(p["seqlen_q"] > p["seqlen_k"] and p["causal"] for p in scenarios)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_full_suite_holds_a_size_near_the_stated_limit(target):
+    t, limit = get_target(target), _contract(target).limits["input_bytes"]
+    sizes = [t.work(s).bytes for s in t.load_suite("full").scenarios]
+    assert max(sizes) <= limit
+    assert max(sizes) >= 0.75 * limit
