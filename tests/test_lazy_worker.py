@@ -25,7 +25,8 @@ import sys
 import torch
 
 sys.path.insert(0, {root!r})
-from evals.harness import channel, worker
+from evals.harness import channel
+from evals.harness.worker import serve as worker
 from evals.harness.scenarios import Scenario
 from evals.harness.timing import call_seed
 

@@ -18,7 +18,7 @@ from evals.harness.round_audit import AUDIT, AuditFailure, RoundAudit
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import get_target
 from evals.harness.verdict import ScenarioResult
-from evals.harness.worker import Worker
+from evals.harness.worker.serve import Worker
 from evals.harness.worker_client import WorkerFailure
 
 SETTINGS = {"warmup": 1, "min_trials": 5, "max_trials": 100, "time_cap_s": 2.0}

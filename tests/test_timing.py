@@ -206,7 +206,7 @@ def test_an_upstreams_probe_call_is_its_recorded_first_call(monkeypatch):
     import time
 
     from evals.harness.targets import get_target
-    from evals.harness.worker import Worker
+    from evals.harness.worker.serve import Worker
 
     target = get_target("cpu_attention")
     sdpa = target.upstream("sdpa")

@@ -37,7 +37,7 @@ from evals.harness.timing import TimingStats
 from evals.harness.verdict import ScenarioResult
 from evals.harness.wall_clock import Batch, bound_us, judge, read
 from evals.harness.wall_settings import CPU_WALL, GPU_WALL
-from evals.harness.worker import CandidateError, WallBatches
+from evals.harness.worker.serve import CandidateError, WallBatches
 from tests.helpers import ROOT, START_CPU, check_held, failures_of, run_harness
 
 
@@ -545,7 +545,8 @@ FAKE_TIMER_WORKER = '''#!{python}
 import sys
 
 sys.path.insert(0, {root!r})
-from evals.harness import timing, worker
+from evals.harness import timing
+from evals.harness.worker import serve as worker
 
 args = sys.argv[1:]
 assert args[:3] == ["-P", "-m", "evals.worker_entry"], args
@@ -706,7 +707,9 @@ import sys
 
 sys.path.insert(0, {root!r})
 import torch
-from evals.harness import timing, worker, worker_wall
+from evals.harness import timing
+from evals.harness.worker import serve as worker
+from evals.harness.worker import wall as worker_wall
 
 args = sys.argv[1:]
 assert args[:3] == ["-P", "-m", "evals.worker_entry"], args

@@ -100,7 +100,7 @@ import sys
 
 sys.path.insert(0, {root!r})
 from evals import worker_entry
-from evals.harness import worker
+from evals.harness.worker import serve as worker
 
 honest_load = worker.Worker.load_candidate
 

@@ -1,6 +1,6 @@
 """Commitments to a batch of outputs: one short hash per output, checked exactly.
 
-The worker of the wall-clock check (:mod:`evals.harness.worker_wall`) answers a batch of
+The worker of the wall-clock check (:mod:`evals.harness.worker.wall`) answers a batch of
 back-to-back calls with one digest per call, made inside the parent's clock. Only then does
 the parent choose, at random, which outputs to fetch and verify: a fetched output must have
 the committed digest and be right. A process that skipped the work of a call can commit only

@@ -31,7 +31,7 @@ from evals.harness.wall_clock import (
 )
 from evals.harness.wall_settings import wall_settings
 from evals.harness.wall_verify import BatchVerifier
-from evals.harness.worker_wall import KEEP_BYTES
+from evals.harness.worker.protocol import KEEP_BYTES
 
 __all__ = ["check", "withhold"]
 

@@ -4,7 +4,7 @@ A batch's answer commits to each call's output (:mod:`evals.harness.digest`); th
 draws one call at random (from the run's secret seed: the worker cannot know which), fetches
 its output, and requires both that it is the output committed to and that it is right for
 that call's inputs, which the parent rebuilds itself (the timing round's input set and the
-call's flipped q, by the rule the worker follows: :class:`evals.harness.worker_wall.WallBatches`).
+call's flipped q, by the rule the worker follows: :class:`evals.harness.worker.wall.WallBatches`).
 The digest is checked at once; the accuracy once the check's batches are done and the worker
 has let its inputs go (:meth:`BatchVerifier.settle`): a large KV cache is then never held by
 both processes at once, and while the batches run the parent keeps only the sets' queries.
@@ -35,7 +35,7 @@ from evals.harness.scenarios import Scenario
 from evals.harness.session import Session, derive_seed, unpack
 from evals.harness.targets import Inputs
 from evals.harness.wall_clock import WallFailure
-from evals.harness.worker_wall import fresh_queries
+from evals.harness.worker.protocol import fresh_queries
 
 __all__ = ["ALWAYS_VERIFIED", "LATER_SHARE", "BatchVerifier"]
 

@@ -1,9 +1,9 @@
 """The worker process: loads the candidate library and runs it on request.
 
 Started by :class:`evals.harness.worker_client.WorkerClient` as
-``python -m evals.harness.worker FD TARGET LIBRARY``. It generates inputs from the seeds the
-parent sends, runs the candidate (and, for timing, the upstreams) and returns outputs and
-timings. The parent computes every verdict.
+``python -m evals.worker_entry FD TARGET LIBRARY THREADS UPSTREAM``. It generates inputs from
+the seeds the parent sends, runs the candidate (and, for timing, the upstreams) and returns
+outputs and timings. The parent computes every verdict.
 """
 
 from __future__ import annotations
@@ -23,11 +23,6 @@ from typing import Any
 import torch
 
 from evals.harness import channel, os_sandbox
-from evals.harness.candidate_errors import (
-    CandidateError,
-    candidate_error,
-    poisoned_allocations,
-)
 from evals.harness.digest import digests
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.gpu import release_cached_memory
@@ -41,11 +36,16 @@ from evals.harness.guards import (
 )
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target, get_target
-from evals.harness.timed_outputs import TimedOutputs
 from evals.harness.timing import Timer, TimingSettings, call_seed, measure
 from evals.harness.trace import Recorder
-from evals.harness.worker_wall import WallBatches
-from evals.harness.worker_warm import warm
+from evals.harness.worker.errors import (
+    CandidateError,
+    candidate_error,
+    poisoned_allocations,
+)
+from evals.harness.worker.timed_outputs import TimedOutputs
+from evals.harness.worker.wall import WallBatches
+from evals.harness.worker.warm import warm
 
 
 class _TraceStop(Exception):

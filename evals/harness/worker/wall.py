@@ -13,30 +13,18 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from evals.harness import channel
-from evals.harness.candidate_errors import CandidateError, candidate_error
 from evals.harness.digest import digests, warm
 from evals.harness.failures import Code, Failure
 from evals.harness.query_flips import base_bits, flip, make_mask
 from evals.harness.scenarios import Scenario
-from evals.harness.targets import Inputs, Target
+from evals.harness.targets import Inputs
+from evals.harness.worker.errors import CandidateError, candidate_error
+from evals.harness.worker.protocol import fresh_queries
 
 if TYPE_CHECKING:
-    from evals.harness.worker import Worker
+    from evals.harness.worker.serve import Worker
 
-__all__ = ["KEEP_BYTES", "WallBatches", "fresh_queries"]
-
-
-def fresh_queries(target: Target, sets: list[Inputs]) -> bool:
-    """Whether the batches give each call a fresh q (the target refills queries, and has one).
-
-    The parent uses the same rule to rebuild the inputs of any call it verifies.
-    """
-    q = sets[0].get("q") if sets else None
-    return bool(target.timing.fresh_queries) and isinstance(q, torch.Tensor) and q.numel() > 0
-
-
-KEEP_BYTES = 1 << 30
-"""Outputs one batch may keep for the parent to fetch; the parent sizes batches within it."""
+__all__ = ["WallBatches"]
 
 
 class WallBatches:

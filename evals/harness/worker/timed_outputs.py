@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import torch
 
-from evals.harness.candidate_errors import CandidateError
 from evals.harness.failures import Code, Failure
+from evals.harness.worker.errors import CandidateError
 
 __all__ = ["TimedOutputs"]
 
