@@ -7,6 +7,7 @@ now and then; these fixed seeds find one before a CI run does.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -45,11 +46,14 @@ def _drawn_count():
 
 
 def test_a_kernel_right_by_a_hair_is_flagged(capsys):
-    # its exp is off by up to 1.5e-5: it passes most runs and failed a CI run
+    # its exp is off by up to 1.5e-5: it passes most runs and failed a CI run (the random
+    # draws alone put it at 0.8 of the tolerance; a covering scenario, fp32, at 1.06)
     rc = _margins().main(["--seeds", SEEDS, str(ROOT / "tests/data/cpu_attention/loose_exp.cpp")])
     out = capsys.readouterr().out
     assert rc == 1
-    assert "loose_exp.cpp: worst 0.8" in out and "fp32" in out and "OVER THE LIMIT" in out
+    worst = re.search(r"loose_exp\.cpp: worst (\d+\.\d+)", out)
+    assert worst and float(worst.group(1)) >= 0.75, out
+    assert "fp32" in out and "OVER THE LIMIT" in out
 
 
 def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
