@@ -233,7 +233,11 @@ check_image() {
   docker compose -f "$ROOT/sandboxes/cpu/compose.yaml" run --rm default sh -c \
     'sha256sum -c --quiet /opt/kernelseek/INSTALL_HASHES.txt && python3 -m evals.harness --help >/dev/null' \
     > "$DIR/check.log" 2>&1 || die "the CPU image failed its check: $DIR/check.log"
-  say "check: INSTALL_HASHES.txt verified and the harness starts in the image; now: source $DIR/sandbox.env"
+  # the scorer service, where the harness runs: its own user, a root it cannot write
+  docker compose -f "$ROOT/sandboxes/cpu/compose.yaml" run --rm scorer sh -c \
+    'python3 -m evals.harness --help >/dev/null && test "$(id -u)" = 1001 && ! touch /opt/kernelseek/x' \
+    >> "$DIR/check.log" 2>&1 || die "the CPU image's scorer service failed its check: $DIR/check.log"
+  say "check: INSTALL_HASHES.txt verified, the harness starts in the image and, as uid 1001 on a read-only root, in the scorer service; now: source $DIR/sandbox.env"
 }
 
 host_packages

@@ -1,5 +1,8 @@
 """The Docker tier (``pytest -m docker``): the CPU image built, and an Inspect eval run in it.
 
+The eval runs in the compose file's two containers: the agent's (``default``) and the
+harness's (``scorer``, read-only root, another user), where every harness run is made.
+
 Needs a Docker Engine >= 24.0.6 with Compose v2 and buildx; ``bash scripts/docker_setup.sh``
 sets one up on a bare Debian 12 machine. Run the tier in a shell that sourced the
 ``sandbox.env`` the script writes, so that these builds (and Inspect's own ``compose build``)
@@ -128,18 +131,58 @@ def evaluated(
             sandbox_cleanup=False,
         )
     print(f"inspect eval tasks/cpu_attention -T sandbox=docker: {time.monotonic() - started:.0f} s")
-    containers = [
+    containers = new_containers(image, before)
+    try:
+        yield log, containers
+    finally:
+        compose_down(containers)
+
+
+SERVICE_LABEL = '{{index .Config.Labels "com.docker.compose.service"}}'
+PROJECT_LABEL = '{{index .Config.Labels "com.docker.compose.project"}}'
+
+
+def new_containers(image: str, before: set[str]) -> dict[str, str]:
+    """The eval's containers of ``image`` started since ``before``: service -> container id."""
+    found = [
         c
         for c in _docker("ps", "-aq", "--filter", f"ancestor={image}").stdout.split()
         if c not in before
     ]
-    try:
-        yield log, containers
-    finally:
-        label = '{{index .Config.Labels "com.docker.compose.project"}}'
-        projects = {_docker("inspect", "--format", label, c).stdout.strip() for c in containers}
-        for project in projects - {""}:
-            _docker("compose", "-p", project, "down", "--timeout", "1")
+    services = {_docker("inspect", "--format", SERVICE_LABEL, c).stdout.strip(): c for c in found}
+    assert len(services) == len(found), f"one sample's containers expected: {found}"
+    return services
+
+
+def compose_down(containers: dict[str, str]) -> None:
+    projects = {
+        _docker("inspect", "--format", PROJECT_LABEL, c).stdout.strip()
+        for c in containers.values()
+    }
+    for project in projects - {""}:
+        _docker("compose", "-p", project, "down", "--timeout", "1")
+
+
+def processes(container: str) -> list[tuple[int, int, str]]:
+    """(pid, ppid, command line) of every process in ``container`` but this listing's own."""
+    listed = _docker(
+        "exec",
+        container,
+        "python3",
+        "-c",
+        "import os\n"
+        "for p in sorted(int(n) for n in os.listdir('/proc') if n.isdigit()):\n"
+        "    try:\n"
+        "        s = open(f'/proc/{p}/stat').read(); c = open(f'/proc/{p}/cmdline', 'rb').read()\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    if p != os.getpid():\n"
+        "        ppid = s[s.rindex(')') + 2:].split()[1]\n"
+        "        print(p, ppid, c.replace(bytes(1), b' ').decode().strip())\n",
+    )
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split(" ", 2) for line in listed.stdout.splitlines()]
+    return [(int(p), int(pp), (c[0] if c else "")) for p, pp, *c in rows]
 
 
 def _said(log: EvalLog, key: str) -> list[int]:
@@ -161,7 +204,8 @@ def test_eval_in_docker_scores_the_kernel_after_stopping_only_the_agents_process
     assert stopped["all_user_processes"] is True and len(left) == 2
     assert set(left) <= set(stopped["killed"]) and keep not in stopped["killed"]
     # the container outlived the cleanup and the score: its keep-alive still runs
-    [container] = containers
+    assert set(containers) == {"default", "scorer"}
+    container = containers["default"]
     alive = _docker(
         "exec",
         container,
@@ -174,10 +218,34 @@ def test_eval_in_docker_scores_the_kernel_after_stopping_only_the_agents_process
 
 
 def test_eval_leaves_the_harness_and_its_hashes_unchanged(evaluated, image):
-    _, [container] = evaluated
-    after = _docker(
-        "exec", container, "sh", "-c", f"sha256sum -c --quiet {HASHES} && sha256sum {HASHES}"
-    )
-    assert after.returncode == 0, after.stdout + after.stderr
+    _, containers = evaluated
     fresh = _in_image(image, f"sha256sum {HASHES}")
-    assert after.stdout.split()[0] == fresh.stdout.split()[0]
+    for container in containers.values():
+        after = _docker(
+            "exec", container, "sh", "-c", f"sha256sum -c --quiet {HASHES} && sha256sum {HASHES}"
+        )
+        assert after.returncode == 0, after.stdout + after.stderr
+        assert after.stdout.split()[0] == fresh.stdout.split()[0]
+
+
+def test_every_harness_run_was_made_in_the_scorer_container(evaluated):
+    """The score and the submission's check ran in `scorer`, as uid 1001, on a read-only root."""
+    log, containers = evaluated
+    events = [
+        e.data["scorer_cleanup"]
+        for e in log.samples[0].events
+        if e.event == "info" and isinstance(e.data, dict) and "scorer_cleanup" in e.data
+    ]
+    assert [e["command"] for e in events][-1] == "score" and len(events) >= 2, events
+    assert all(e["after"].get("kept_in_memory") for e in events), events
+    score = log.samples[0].scores["kernel_speedup"]
+    assert score.metadata["kernel_sha256"]
+    scorer = containers["scorer"]
+    ident = _docker("exec", scorer, "sh", "-c", "id -u; touch /opt/x 2>&1; touch /usr/x 2>&1")
+    assert ident.stdout.splitlines()[0] == "1001"
+    assert ident.stdout.count("Read-only file system") == 2, ident.stdout
+    # the relay kills what it leaves: only the init, the keep-alive and this listing remain
+    assert [cmd for _, _, cmd in processes(scorer)] == [
+        "/sbin/docker-init -- tail -f /dev/null",
+        "tail -f /dev/null",
+    ]

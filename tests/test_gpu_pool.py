@@ -218,7 +218,7 @@ class FakeSandbox:
 
 
 def _run(settings, fake, monkeypatch, timeout=LONG):
-    monkeypatch.setattr(harness_exec, "sandbox", lambda: fake)
+    monkeypatch.setattr(harness_exec, "sandbox", lambda name=None: fake)  # the scorer service too
     return asyncio.run(harness_exec.run_harness(settings, "check", suite="smoke", timeout=timeout))
 
 

@@ -74,6 +74,21 @@ def default_service(folder: str) -> dict[str, Any]:
     return service
 
 
+def scorer_service(folder: str) -> dict[str, Any]:
+    service = load_yaml(compose_file(folder))["services"]["scorer"]
+    assert isinstance(service, dict)
+    return service
+
+
+AGENT_UID = 1000
+HARNESS_UID = 1001
+# the keys by which a container could share files, devices, processes or a network with another
+SHARING_KEYS = (
+    "volumes", "volumes_from", "devices", "pid", "ipc", "networks", "links", "ports",
+    "privileged", "cap_add", "extra_hosts", "userns_mode", "cgroup_parent", "uts",
+)  # fmt: skip
+
+
 def keys_anywhere(node: Any) -> set[str]:
     """Every mapping key at any depth."""
     if isinstance(node, dict):
@@ -259,13 +274,20 @@ def test_compose_config_normalized(folder: str) -> None:
     assert bool(gpu_reservations(service)) == FOLDERS[folder][1]
     wanted = GPU_BUILD_ARGS if FOLDERS[folder][1] else set()
     assert set(service["build"].get("args", {})) == wanted
+    scorer = config["services"]["scorer"]  # as Compose resolves it: apart and read-only
+    assert scorer["network_mode"] == "none" and scorer["read_only"] is True
+    assert scorer["image"] == service["image"] and "build" not in scorer
+    assert scorer["user"] == f"{HARNESS_UID}:{HARNESS_UID}"
+    assert not scorer.get("volumes") and not scorer.get("volumes_from")
+    assert {t.split(":")[0] for t in scorer["tmpfs"]} == {"/tmp", "/home/harness"}
+    assert gpu_reservations(scorer) == gpu_reservations(service)
 
 
 @pytest.mark.parametrize("folder", list(FOLDERS))
 def test_compose_isolates_the_agent(folder: str) -> None:
     image, _, _ = FOLDERS[folder]
     data = load_yaml(compose_file(folder))
-    assert set(data["services"]) == {"default"}, "one service, named default"
+    assert set(data["services"]) == {"default", "scorer"}, "the agent's, and the harness's"
     service = default_service(folder)
     assert service.get("x-default") is True
     assert service["image"] == image
@@ -283,6 +305,42 @@ def test_compose_isolates_the_agent(folder: str) -> None:
     for key in ("privileged", "cap_add", "ports", "networks", "volumes", "devices", "pid", "ipc"):
         assert key not in service, f"{key} weakens the sandbox"
     assert "container_name" not in service, "Inspect refuses it (epochs > 1)"
+
+
+@pytest.mark.parametrize("folder", list(FOLDERS))
+def test_compose_scorer_runs_apart_from_the_agent(folder: str) -> None:
+    """The harness's service: another user, no network, nothing shared, a read-only root."""
+    agent, scorer = default_service(folder), scorer_service(folder)
+    assert scorer["image"] == agent["image"] and "build" not in scorer, "the same image"
+    assert scorer.get("x-local") is True, "built by default, never pulled"
+    user = str(scorer.get("user", "")).strip()
+    assert user not in ROOT_USERS and user == f"{HARNESS_UID}:{HARNESS_UID}"
+    assert int(user.split(":")[0]) != AGENT_UID, "not the agent's user"
+    assert scorer["network_mode"] == "none"
+    assert scorer["read_only"] is True, "the installed harness, torch and toolchain stay as built"
+    for key in SHARING_KEYS:
+        assert key not in scorer, f"{key}: shares something with another container"
+    tmpfs = {entry.split(":")[0]: entry.split(":", 1)[1].split(",") for entry in scorer["tmpfs"]}
+    assert set(tmpfs) == {"/tmp", "/home/harness"}
+    for options in tmpfs.values():
+        # Docker's tmpfs default is noexec: the harness loads the library it builds there
+        assert "exec" in options and "noexec" not in options and "nosuid" in options
+    assert {"uid=1001", "gid=1001", "mode=0700"} <= set(tmpfs["/home/harness"])
+    assert scorer["working_dir"] == "/home/harness"
+    assert scorer["environment"]["HOME"] == "/home/harness"
+    assert scorer["init"] is True and scorer["command"] == ["tail", "-f", "/dev/null"]
+    assert scorer["security_opt"] == ["no-new-privileges:true"]
+    assert scorer["cap_drop"] == ["ALL"]
+    for key in ("cpus", "mem_limit", "memswap_limit", "pids_limit", "shm_size", "ulimits"):
+        assert scorer.get(key) == agent.get(key), f"{key}: not the agent's limit"
+    assert gpu_reservations(scorer) == gpu_reservations(agent), "the same device reservation"
+    assert "container_name" not in scorer
+
+
+def test_compose_scorer_gets_what_the_harness_reads_from_the_environment() -> None:
+    # the harness builds for this arch: it must reach the container the harness runs in
+    scorer = scorer_service("blackwell")
+    assert scorer["environment"]["KERNELSEEK_FA4_ARCH"] == "${KERNELSEEK_FA4_ARCH:-sm_100a}"
 
 
 @pytest.mark.parametrize("folder", list(FOLDERS))
@@ -376,6 +434,11 @@ def test_dockerfile_ends_as_non_root_agent(folder: str) -> None:
     run_text = " ".join(runs(dockerfile(folder)))
     assert re.search(r"useradd\b[^&]*--uid 1000\b[^&]*\bagent\b", run_text)
     assert re.search(r"install -d -o agent -g agent[^&]*/workspace", run_text)
+    # the harness's own user, for the scorer service: another uid, no login shell
+    assert re.search(
+        r"useradd --uid 1001 --gid 1001 [^&]*--shell /usr/sbin/nologin harness", run_text
+    )
+    assert "chmod 0700 /home/harness" in run_text
 
 
 @pytest.mark.parametrize("folder", DOCKERFILES)
@@ -496,7 +559,7 @@ def test_k8s_values_isolate_the_agent(folder: str) -> None:
     image, gpu, _ = FOLDERS[folder]
     values = k8s_values(folder)
     assert nulls_anywhere(values) == [], "the chart refuses null values"
-    assert set(values["services"]) == {"default"}
+    assert set(values["services"]) == {"default", "scorer"}
     service = values["services"]["default"]
     assert set(service) <= K8S_SERVICE_KEYS, sorted(set(service) - K8S_SERVICE_KEYS)
     assert service["image"].endswith("/" + image)
@@ -516,6 +579,32 @@ def test_k8s_values_isolate_the_agent(folder: str) -> None:
         assert service["nodeSelector"].get("nvidia.com/gpu.product")
     else:
         assert "nvidia.com/gpu" not in resources["limits"]
+
+
+@pytest.mark.parametrize("folder", list(FOLDERS))
+def test_k8s_values_run_the_harness_in_a_pod_of_its_own(folder: str) -> None:
+    values = k8s_values(folder)
+    agent, scorer = values["services"]["default"], values["services"]["scorer"]
+    assert set(scorer) <= K8S_SERVICE_KEYS, sorted(set(scorer) - K8S_SERVICE_KEYS)
+    assert scorer["image"] == agent["image"] and scorer["command"] == agent["command"]
+    security = scorer["securityContext"]
+    assert security["runAsUser"] == HARNESS_UID and security["runAsGroup"] == HARNESS_UID
+    assert security["runAsNonRoot"] is True and security["allowPrivilegeEscalation"] is False
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert scorer["resources"] == agent["resources"], "the same limits (and GPU)"
+    # writable only in memory: /tmp and the home; no claim (a persistent volume) of any kind
+    mounts = {m["mountPath"]: m["name"] for m in scorer["volumeMounts"]}
+    volumes = {v["name"]: v for v in scorer["volumes"]}
+    assert {"/tmp", "/home/harness"} <= set(mounts) and set(mounts.values()) == set(volumes)
+    assert all(v == {"name": n, "emptyDir": v["emptyDir"]} for n, v in volumes.items())
+    assert all(v["emptyDir"]["medium"] == "Memory" for v in volumes.values())
+    assert {"name": "HOME", "value": "/home/harness"} in scorer["env"]
+    assert scorer["workingDir"] == "/home/harness"
+    # each pod on its own network: the chart lets a pod take traffic only from its network
+    assert agent["networks"] == ["agent"] and scorer["networks"] == ["scorer"]
+    assert set(values["networks"]) == {"agent", "scorer"}
+    assert "volumes" not in values, "no volume shared between the pods"
 
 
 def test_k8s_values_match_the_chart_schema() -> None:

@@ -8,6 +8,17 @@ blocked temporary path are never taken for a verdict. Each verdict is then check
 status agrees with the verdict's status, the schema is the harness's, and ``kernel.sha256`` is
 the hash of the kernel the caller read before the run.
 
+In a container sandbox (``docker``, ``k8s``) the harness never runs where the agent does: the
+kernel's bytes are read from the agent's sandbox (``default``) and handed on stdin to another
+relay (:data:`SCORER_RELAY`) in the sandbox's :data:`SCORER_SERVICE` service, a container of the
+same image run as another user (``harness``, uid 1001) with a read-only root file system, which
+the agent never runs a command in. Only the kernel's bytes go in; the verdict and the table come
+back on its stdout. Runs of one sample are serialised, and before each one the relay kills every
+process an earlier run left in that container (before ``score`` it also empties what the harness
+user can write). A sandbox without that service fails every run with one line (an
+``environment:`` fault), never falling back to the agent's container. The local sandbox cannot
+separate the two, and runs the harness where the agent works, as before.
+
 A GPU target in the local sandbox runs on a GPU leased from the host's pool
 (:mod:`evals.bench.gpu_pool`): concurrent samples each get their own GPU while there are free
 ones, named to the harness by ``CUDA_VISIBLE_DEVICES``, then share the least-leased ones.
@@ -15,16 +26,19 @@ ones, named to the harness by ``CUDA_VISIBLE_DEVICES``, then share the least-lea
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
 import secrets
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from inspect_ai.log import transcript
-from inspect_ai.util import sandbox, store
+from inspect_ai.util import SandboxEnvironment, sandbox, store
 
 from evals.bench.faults import ENVIRONMENT, HARNESS, verdict_fault
 from evals.bench.gpu_pool import Gpu, PoolBusyError, gpu_lease_async
@@ -56,6 +70,156 @@ sys.stdout.flush()
 sys.exit(rc)
 """
 
+SCORER_SERVICE = "scorer"
+"""The container sandboxes' service that runs the harness (``sandboxes/*/compose.yaml``)."""
+RELAY_NOTE = ":relay:"
+"""After the nonce, at the start of a line of the scorer relay's stdout: its cleanup report."""
+
+# Runs in the scorer container (stdlib and the harness only). stdin: the nonce, then the
+# kernel's bytes in base64, one line each. It kills what earlier runs left (`sweep`), before
+# `score` empties what the harness user may write, writes the kernel into a folder of its own
+# under its original name, runs the harness on it, kills what outlived the run and prints the
+# verdict as RELAY does. The verdict is the object the harness's `evaluate` returned, kept in
+# this process; the file the harness also writes is only compared with it.
+SCORER_RELAY = """
+import base64, json, os, shutil, signal, stat, sys, tempfile, time
+nonce = sys.stdin.readline().strip()
+kernel = base64.b64decode(sys.stdin.readline().strip(), validate=True)
+args = sys.argv[1:]
+def note(**what):
+    sys.stdout.write("\\n" + nonce + ":relay:" + json.dumps(what) + "\\n")
+    sys.stdout.flush()
+def fields(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            text = f.read()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()
+def command(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return "?"
+    return raw.replace(b"\\0", b" ").decode(errors="replace").strip()[:160] or "?"
+def pids():
+    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+def spared():
+    keep, pid = {1}, os.getpid()
+    while pid > 1:  # this relay and its callers, up to the docker exec'd one (ppid 0)
+        keep.add(pid)
+        f = fields(pid)
+        pid = int(f[1]) if f else 0
+    born = fields(1)
+    kids = [(int(f[19]), p) for p in pids() for f in [fields(p)] if f and f[1] == "1"]
+    if born and kids:  # the keep-alive: PID 1's oldest child, started with it
+        started, pid = min(kids)
+        if started - int(born[19]) <= 5 * os.sysconf("SC_CLK_TCK"):
+            keep.add(pid)
+    return keep
+def sweep():
+    keep, found = spared(), {}
+    for _ in range(500):  # stop every other process until none is new, then kill them all
+        new = False
+        for pid in pids():
+            f = None if pid in keep or pid in found else fields(pid)
+            if f is None or f[0] in "ZX":
+                continue
+            found[pid] = command(pid)
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                new = True
+            except OSError:
+                pass
+        if not new:
+            break
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5
+    left = list(found)
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if (fields(p) or ["X"])[0] not in "ZX"]
+        if left:
+            time.sleep(0.02)
+    return [{"pid": p, "cmd": c} for p, c in sorted(found.items())], left
+def wipe():
+    removed, kept = [], []
+    def unlock(func, path, exc):
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+    for root in {tempfile.gettempdir(), os.path.expanduser("~"), "/dev/shm"}:
+        try:  # never "/" (a HOME left unset)
+            if os.path.realpath(root) == "/" or not os.access(root, os.W_OK):
+                continue
+            names = os.listdir(root)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(root, name)
+            if os.path.ismount(path) or path == os.environ.get("KERNELSEEK_LOCK_DIR"):
+                continue  # a folder mounted in to be shared (device locks): not this run's
+            try:
+                if stat.S_ISDIR(os.lstat(path).st_mode):
+                    os.chmod(path, 0o700)
+                    shutil.rmtree(path, onerror=unlock)
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
+            (kept if os.path.lexists(path) else removed).append(path)
+    return removed, kept
+killed, survived = sweep()
+removed, kept = wipe() if args[0] == "score" else ([], [])
+note(before={"killed": killed, "survived": survived, "removed": removed[:50],
+             "removed_count": len(removed), "not_removed": kept[:50]})
+at = args.index("--kernel") + 1
+name = args[at]
+if os.path.basename(name) != name or name.startswith("."):
+    sys.exit("relay: --kernel must be a bare file name, got %r" % name)
+import evals.harness.cli as cli
+held = []
+evaluate = getattr(cli, "evaluate", None)
+if callable(evaluate):
+    def kept_evaluate(*a, **k):
+        held.append(evaluate(*a, **k))
+        return held[-1]
+    cli.evaluate = kept_evaluate
+work = tempfile.mkdtemp(prefix="kernelseek-kernel-")
+d = tempfile.mkdtemp(prefix="kernelseek-verdict-")
+try:
+    args[at] = os.path.join(work, name)
+    with open(args[at], "wb") as f:
+        f.write(kernel)
+    path = os.path.join(d, "verdict.json")
+    rc = cli.main(args + ["--json", path])
+    outlived, _ = sweep()
+    text = open(path).read() if os.path.isfile(path) else ""
+    body = json.dumps(held[-1].to_json()) if held else text.replace("\\n", " ")
+    try:
+        changed = bool(held) and json.dumps(json.loads(text), sort_keys=True) != json.dumps(
+            json.loads(body), sort_keys=True)
+    except ValueError:
+        changed = bool(held)
+finally:
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(d, ignore_errors=True)
+note(after={"outlived": outlived, "verdict_file_changed": changed, "kept_in_memory": bool(held)})
+sys.stdout.write("\\n" + nonce + "\\n" + body + "\\n")
+sys.stdout.flush()
+sys.exit(rc)
+"""
+
 
 @dataclass(frozen=True)
 class HarnessRun:
@@ -71,6 +235,9 @@ class HarnessRun:
             or the harness's): the reason with its prefix (:mod:`evals.bench.faults`).
         gpu: The GPU leased for the run (its UUID, else its index; :mod:`evals.bench.gpu_pool`),
             or None when none was (not a GPU target, not the local sandbox, an empty pool).
+        cleanup: In the scorer container, what its relay found and cleared (``before``: the
+            processes an earlier run left, killed, and before ``score`` the files removed;
+            ``after``: processes that outlived this run, killed), or None (local sandbox).
     """
 
     returncode: int
@@ -80,11 +247,29 @@ class HarnessRun:
     kernel_sha256: str | None = None
     fault: str | None = None
     gpu: str | None = None
+    cleanup: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
         """Every scenario correct."""
         return self.returncode == 0 and self.verdict is not None
+
+
+def split_notes(stdout: str, nonce: str) -> tuple[str, dict[str, Any]]:
+    """Take the scorer relay's report lines (``<nonce>:relay:<json>``) out of its stdout."""
+    marker = nonce + RELAY_NOTE
+    lines, notes = [], {}
+    for line in stdout.split("\n"):
+        if not line.startswith(marker):
+            lines.append(line)
+            continue
+        try:
+            found = json.loads(line[len(marker) :])
+        except ValueError:
+            continue
+        if isinstance(found, dict):
+            notes.update(found)
+    return "\n".join(lines), notes
 
 
 def split_output(stdout: str, nonce: str) -> tuple[str, str | None]:
@@ -167,15 +352,85 @@ def _note(event: str | dict[str, Any]) -> None:
 
 
 def harness_argv(
-    settings: TaskSettings, command: Literal["check", "bench", "score"], suite: str
+    settings: TaskSettings,
+    command: Literal["check", "bench", "score"],
+    suite: str,
+    *,
+    scorer: bool = False,
 ) -> list[str]:
-    """The sandbox command line: the relay, then the harness's own arguments."""
+    """The sandbox command line: the relay, then the harness's own arguments.
+
+    ``scorer``: the relay of the scorer container (:data:`SCORER_RELAY`), which takes the
+    kernel's bytes on stdin and runs the harness on its own copy, named as ``--kernel`` says.
+    """
     python = settings.harness_command()[0]
     return [
-        *(python, "-P", "-c", RELAY),
+        *(python, "-P", "-c", SCORER_RELAY if scorer else RELAY),
         *(command, "--target", settings.target, "--kernel", settings.kernel_file),
         *("--suite", suite, "--quiet"),
     ]
+
+
+def relay_input(nonce: str, kernel: bytes | None) -> str:
+    """The relay's stdin: the nonce, then (scorer relay) the kernel's bytes in base64."""
+    if kernel is None:
+        return nonce + "\n"
+    return f"{nonce}\n{base64.b64encode(kernel).decode('ascii')}\n"
+
+
+_RUNS: weakref.WeakKeyDictionary[object, anyio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _one_at_a_time(scorer: object) -> anyio.Lock:
+    """The lock serialising one sample's runs in its scorer container.
+
+    The relay kills every process but its own callers, the keep-alive and PID 1, so two runs of
+    one sample (parallel tool calls) must not overlap: each would kill the other's workers.
+    """
+    try:
+        return _RUNS.setdefault(scorer, anyio.Lock())
+    except TypeError:  # not weakly referable: one lock per object's id, kept for the process
+        return _RUNS_BY_ID.setdefault(id(scorer), anyio.Lock())
+
+
+_RUNS_BY_ID: dict[int, anyio.Lock] = {}
+
+
+def _is_local(env: object) -> bool:
+    """Whether ``env`` (a sample's default sandbox) is Inspect's local one.
+
+    ``--sandbox local`` replaces the container a task's ``sandbox`` argument names: there is no
+    scorer container then, and the harness runs where the agent works, as in the local sandbox.
+    """
+    try:
+        live = env.as_type(SandboxEnvironment)  # type: ignore[attr-defined]
+    except Exception:  # a stand-in (tests), or no proxy in front of it
+        live = env
+    return type(live).__name__ == "LocalSandboxEnvironment"
+
+
+def scorer_sandbox(settings: TaskSettings) -> SandboxEnvironment | str | None:
+    """Where the harness runs: the scorer service, None (where the agent works), or why not.
+
+    None: the local sandbox (``-T sandbox=local``, or Inspect's ``--sandbox local``), which
+    cannot separate the agent from the scorer. A container sandbox without the service is a
+    one-line reason, never the agent's container.
+    """
+    if settings.sandbox == "local":
+        return None
+    try:
+        return sandbox(SCORER_SERVICE)
+    except (ValueError, ProcessLookupError) as exc:
+        try:
+            if _is_local(sandbox()):
+                return None
+        except Exception:
+            pass
+        return (
+            f"the {settings.sandbox} sandbox has no {SCORER_SERVICE!r} service: the harness runs "
+            "only in a container the agent never ran a command in, never in the agent's "
+            f"(add the service as sandboxes/README.md shows; {type(exc).__name__})"
+        )
 
 
 async def _read_kernel(settings: TaskSettings) -> bytes | HarnessRun:
@@ -205,7 +460,16 @@ async def run_harness(
     if isinstance(source, HarnessRun):
         return source
     sha = hashlib.sha256(source).hexdigest()
-    if not leases_gpu(settings):
+    scorer = scorer_sandbox(settings)
+    if isinstance(scorer, str):
+        run = HarnessRun(-1, "", None, scorer, sha, f"{ENVIRONMENT} {scorer}")
+    elif scorer is not None:
+        async with _one_at_a_time(scorer):
+            run = await _exec(
+                settings, command, suite=suite, timeout=timeout, sha=sha, gpu=None,
+                scorer=(scorer, source),
+            )  # fmt: skip
+    elif not leases_gpu(settings):
         run = await _exec(settings, command, suite=suite, timeout=timeout, sha=sha, gpu=None)
     else:
         run = await _on_leased_gpu(settings, command, suite=suite, timeout=timeout, sha=sha)
@@ -243,13 +507,18 @@ async def _exec(
     timeout: int,
     sha: str,
     gpu: Gpu | None,
+    scorer: tuple[SandboxEnvironment, bytes] | None = None,
 ) -> HarnessRun:
-    """Run the harness in the sandbox (on ``gpu`` when one is leased); never raises."""
+    """Run the harness in the sandbox (on ``gpu`` when one is leased); never raises.
+
+    ``scorer``: the scorer container and the kernel's bytes, handed to its relay on stdin.
+    """
     nonce = f"KERNELSEEK-VERDICT-{secrets.token_hex(16)}"
+    where, kernel = scorer if scorer is not None else (sandbox(), None)
     try:
-        result = await sandbox().exec(
-            harness_argv(settings, command, suite),
-            input=nonce + "\n",
+        result = await where.exec(
+            harness_argv(settings, command, suite, scorer=scorer is not None),
+            input=relay_input(nonce, kernel),
             env=harness_env(settings, gpu),
             timeout=timeout,
         )
@@ -259,7 +528,9 @@ async def _exec(
     except Exception as exc:  # a broken sandbox must not crash the tool; the scorer errors
         broken = f"sandbox error: {type(exc).__name__}: {exc}"
         return HarnessRun(-1, "", None, broken, sha, f"{ENVIRONMENT} {broken}")
-    table, text = split_output(result.stdout or "", nonce)
+    stdout, notes = split_notes(result.stdout or "", nonce)
+    cleanup = _log_cleanup(command, notes) if scorer is not None else None
+    table, text = split_output(stdout, nonce)
     verdict, reason = check_verdict(
         text, returncode=result.returncode, command=command, kernel_sha256=sha
     )
@@ -267,6 +538,24 @@ async def _exec(
         tail = (result.stderr or "").strip().splitlines()[-3:]
         said = f"; harness said: {' | '.join(tail)}" if tail else ""
         error = f"{reason}{said}"
-        return HarnessRun(result.returncode, table, None, error, sha, f"{HARNESS} {error}")
+        broken = f"{HARNESS} {error}"
+        return HarnessRun(result.returncode, table, None, error, sha, broken, cleanup=cleanup)
     remember(command, verdict)
-    return HarnessRun(result.returncode, table, verdict, None, sha, verdict_fault(verdict))
+    fault = verdict_fault(verdict)
+    return HarnessRun(result.returncode, table, verdict, None, sha, fault, cleanup=cleanup)
+
+
+def _log_cleanup(command: str, notes: dict[str, Any]) -> dict[str, Any]:
+    """Log the scorer relay's cleanup report into the transcript; returns it.
+
+    A process killed before the run was left by an earlier one (a candidate's process that
+    outlived its run, or a run whose caller gave up on it); one killed after it outlived this
+    run. Either is named in the transcript with its command line.
+    """
+    before, after = notes.get("before") or {}, notes.get("after") or {}
+    cleanup = {"command": command, "before": before, "after": after}
+    leftovers = len(before.get("killed", [])) + len(after.get("outlived", []))
+    transcript().info(
+        {"scorer_cleanup": cleanup, "leftover_processes": leftovers}, source="kernelseek"
+    )
+    return cleanup
