@@ -225,5 +225,6 @@ def drawn_scenarios(target: Target, suite: str, seed: int) -> tuple[Scenario, ..
         spec = load_contract(contract_path(target.name))
         for i, pins in enumerate(cover_pins(spec, seed, target.name)):
             short, params = target.draw_contract(DrawSpace(ranges, rng, pins=pins))
-            drawn.append(Scenario(f"cover{i}-{short}", params, contract=True, drawn=True))
+            row = Scenario(f"cover{i}-{short}", params, contract=True, drawn=True, covering=True)
+            drawn.append(row)
     return tuple(drawn)

@@ -62,13 +62,18 @@ def judge_scenario(
         reason = up.unsupported_reason(scenario)
         if reason is not None:
             result.unsupported[up.name] = reason
-    run_phases(session, result, command_phases(session.command) if phases is None else phases)
+    default = command_phases(session.command, scenario)
+    run_phases(session, result, default if phases is None else phases)
     return result
 
 
-def command_phases(command: str) -> tuple[str, ...]:
-    """The phases a command judges a scenario by: ``check`` does not time."""
-    return PHASES[:2] if command == "check" else PHASES
+def command_phases(command: str, scenario: Scenario | None = None) -> tuple[str, ...]:
+    """The phases a command judges a scenario by.
+
+    ``check`` does not time, nor does any command a covering row (``scenario.covering``).
+    """
+    untimed = command == "check" or (scenario is not None and scenario.covering)
+    return PHASES[:2] if untimed else PHASES
 
 
 def run_phases(session: Session, result: ScenarioResult, phases: tuple[str, ...]) -> None:

@@ -126,7 +126,7 @@ def measure_scenarios(
             result.failure, result.correct = stop, False
         elif i in pending:
             results[i] = judge_scenario(session, result.scenario)
-        elif "time" in command_phases(session.command):
+        elif "time" in command_phases(session.command, result.scenario):
             run_phases(session, result, ("time",))
         done.append(results[i])
         if progress is not None:

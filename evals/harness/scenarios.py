@@ -26,6 +26,9 @@ class Scenario:
             like any other, and its speed is reported apart from the headline geomean.
         drawn: Drawn at random from the run's seed (:mod:`evals.harness.contract_draw`),
             not listed in the suite file.
+        covering: A row of the run's covering set (:mod:`evals.harness.contract_cover`):
+            verified and probed, never timed (a contract scenario's speed enters no figure,
+            and timing every row cost more than the rest of a smoke run's contract checks).
 
     """
 
@@ -33,17 +36,19 @@ class Scenario:
     params: Mapping[str, Any] = field(default_factory=dict)
     contract: bool = False
     drawn: bool = False
+    covering: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
     def to_json(self) -> dict[str, Any]:
-        """Return ``{"id": ..., "params": {...}, "contract": ..., "drawn": ...}``."""
+        """Return ``{"id", "params", "contract", "drawn", "covering"}`` (JSON values)."""
         return {
             "id": self.id,
             "params": dict(self.params),
             "contract": self.contract,
             "drawn": self.drawn,
+            "covering": self.covering,
         }
 
 
