@@ -142,7 +142,7 @@ def _timing_session(events):
     session = _session("cpu")
     session.target.upstreams = [SimpleNamespace(name="sdpa")]
     session.client = SimpleNamespace(kill=lambda: events.append("kill candidate"))
-    session.upstreams = object()
+    session.upstreams = SimpleNamespace(proc=None)
     return session
 
 
@@ -328,7 +328,8 @@ def _strict_session(monkeypatch, events, again_us, up_again_us, walls):
     upstreams = [SimpleNamespace(name="sdpa"), SimpleNamespace(name="other")]
     target = SimpleNamespace(device="cuda", timing=TimingSettings(strict_tolerance=0.25),
                              upstreams=upstreams)
-    return SimpleNamespace(client=_KillClient(events), target=target, upstreams=object())
+    return SimpleNamespace(client=_KillClient(events), target=target,
+                           upstreams=SimpleNamespace(proc=None))
 
 
 @pytest.mark.parametrize(("again_us", "passes"), [(10.5, True), (8.0, True), (12.6, False)])
