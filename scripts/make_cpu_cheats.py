@@ -486,6 +486,7 @@ HAND_WRITTEN = {
     "build_time_plant.cpp",
     "forged_harness_error.cpp",
     "lock_squat.cpp",
+    "outliving_fork.cpp",
     "timer_forge.cpp",
     "wall_batch_skip.cpp",
     "write_escape.cpp",

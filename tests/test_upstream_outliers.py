@@ -75,7 +75,8 @@ def _fake_workers(monkeypatch, events, cand_us, up_us):
     monkeypatch.setattr(judge_module.wall_check, "check", lambda *a, **k: None)
     target = SimpleNamespace(device="cpu", timing=TimingSettings(strict_tolerance=1.0),
                              upstreams=[SimpleNamespace(name="sdpa")])
-    return SimpleNamespace(client=events, target=target, upstreams=object(), audits={})
+    return SimpleNamespace(client=events, target=target, upstreams=SimpleNamespace(proc=None),
+                           audits={})
 
 
 def test_a_disturbed_upstream_round_is_timed_again_and_its_lower_median_counts():
