@@ -22,7 +22,7 @@ import platform
 import struct
 from collections.abc import Sequence
 
-__all__ = ["restrict_writes"]
+__all__ = ["available_abi", "restrict_writes"]
 
 _SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 """landlock_create_ruleset, landlock_add_rule, landlock_restrict_self."""
@@ -48,6 +48,16 @@ def _handled(abi: int) -> int:
     return rights
 
 
+def available_abi() -> int:
+    """The Landlock ABI this kernel offers (0: none), asked without restricting anything."""
+    numbers = _SYSCALLS.get(platform.machine())
+    if numbers is None:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return max(0, int(libc.syscall(numbers[0], None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)))
+
+
 def restrict_writes(folders: Sequence[str], devices: Sequence[str] = DEVICE_FILES) -> str:
     """Confine this process's file changes to ``folders`` and writes to ``devices`` (globs).
 
@@ -63,9 +73,9 @@ def restrict_writes(folders: Sequence[str], devices: Sequence[str] = DEVICE_FILE
     create, add_rule, restrict = numbers
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    abi = libc.syscall(create, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
+    abi = available_abi()
     if abi < 1:
-        return f"unavailable: this kernel has no Landlock ({os.strerror(ctypes.get_errno())})"
+        return "unavailable: this kernel has no Landlock"
     handled = _handled(abi)
     attr = ctypes.create_string_buffer(struct.pack("=Q", handled))
     ruleset = libc.syscall(create, attr, ctypes.c_size_t(8), 0)

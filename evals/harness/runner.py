@@ -29,6 +29,7 @@ from evals.harness.session import Progress
 from evals.harness.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
 from evals.harness.verdict import Verdict
+from evals.landlock import available_abi
 
 Command = Literal["check", "bench", "score"]
 NOT_THE_CANDIDATE = frozenset({Code.DEVICE_BUSY, Code.HARNESS_ERROR, Code.ENVIRONMENT})
@@ -339,13 +340,18 @@ def _static_checks(
 def _confined(verdict: Verdict, built: BuildResult | None) -> bool:
     """Whether every process that touched the candidate could write only to its own folder.
 
-    Then a change to what outlives the run was made by something else on the machine.
+    Then a change to what outlives the run was made by something else on the machine. The
+    build child's record is printed before it reads the candidate; the worker's comes after
+    its library loaded, so the parent also asks the kernel itself whether Landlock is there
+    (the worker applies it before anything of the candidate's exists): a worker claiming a
+    confinement this kernel cannot give gains nothing.
     """
     build_writes = str((built.confinement or {}).get("writes", "")) if built else "active"
     if built is not None and built.cached:
         build_writes = "active"  # no build process ran in this run
     worker_writes = str((verdict.protections or {}).get("writes", ""))
-    return build_writes.startswith("active") and worker_writes.startswith("active")
+    claimed = build_writes.startswith("active") and worker_writes.startswith("active")
+    return claimed and available_abi() >= 1
 
 
 def _read_kernel(path: Path, target: Target) -> bytes:
