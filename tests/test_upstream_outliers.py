@@ -247,12 +247,15 @@ def test_class4_a_plain_kernel_gains_nothing_from_an_upstream_outlier(monkeypatc
     assert verdict.status == "ok", verdict.failure
     assert not any(seen["alive"]), "an upstream was timed beside a live candidate process"
     hit = next(r for r in verdict.results if r.scenario.id == seen["inflated"])
-    # the outlier figure does not count: the upstream's counted time is far below it
+    # the outlier figure does not count: the upstream's counted time is far below it. On the
+    # CPU every speedup's time is the parent's own (evals/harness/parent_figure.py), measured
+    # apart from the worker's timing round
     assert hit.times["sdpa"].median_us < 100.0 * seen["true_us"] / 10
-    assert hit.timing["retimes"], hit.flags
     doc = json.loads(json.dumps(verdict.to_json()))
     scen = next(s for s in doc["scenarios"] if s["id"] == seen["inflated"])
-    assert scen["timing"]["retimes"][0]["before_us"]["sdpa"] >= 100.0 * seen["true_us"] * 0.99
+    assert scen["timing"]["figure"] == "parent"
+    if not uniform:  # a spread round is re-timed at once, on the worker's own figures
+        assert scen["timing"]["retimes"][0]["before_us"]["sdpa"] >= 100.0 * seen["true_us"] * 0.99
 
 
 def test_the_upstream_phase_retimes_an_outlier_before_any_note_of_suspicion(monkeypatch):

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from evals.harness import round_audit, wall_check
+from evals.harness import parent_figure, round_audit, wall_check
 from evals.harness.failures import Code, Failure
 from evals.harness.sampled_check import check_sampled
 from evals.harness.scenarios import Scenario
@@ -55,7 +55,9 @@ def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) 
     """Time the candidate; re-time once when the timing is not settled (converged, or close).
 
     Then the checks that need the candidate's figures alone: timed outputs, the parent's
-    clock on batches of calls (:mod:`evals.harness.wall_check`) and the roofline floor. The
+    clock on batches of calls (:mod:`evals.harness.wall_check`; on a CPU target its figure
+    becomes the candidate's time: :mod:`evals.harness.parent_figure`) and the roofline
+    floor. The
     upstreams are timed later, by :func:`time_upstreams`, once no process of the candidate
     is left to share the device with them.
     """
@@ -65,12 +67,13 @@ def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) 
             break
     record_timing(session, result, header, attempts=attempt + 1)
     round_audit.conclude(session, result)
-    failure = _check_timed(session, result, request, header)
-    return (
-        failure
-        or wall_check.check(session, scenario, result, seeds=request["seeds"])
-        or _plausible(session, scenario, result)
+    failure = _check_timed(session, result, request, header) or wall_check.check(
+        session, scenario, result, seeds=request["seeds"]
     )
+    if failure is not None:
+        return failure
+    parent_figure.adopt_candidate(session, result, seeds=request["seeds"])
+    return _plausible(session, scenario, result)
 
 
 def _request(session: Session, scenario: Scenario, attempt: int) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evals.harness import judge_time, retime, round_audit, wall_check
+from evals.harness import judge_time, parent_figure, retime, round_audit, wall_check
 from evals.harness.failures import Code, Failure
 from evals.harness.gpu import release_cached_memory
 from evals.harness.process_tree import outlived, reap_strays
@@ -71,6 +71,7 @@ def time_upstreams(session: Session, result: ScenarioResult) -> Failure | None:
                 break
         add_figures(session, result, header, who="the upstreams' timing", attempts=None)
         _retime_disturbed(session, result, upstreams)
+        parent_figure.measure_upstreams(session, result, upstreams)
     finally:
         _spent(result, t0)
     failure = _host_issue(session, result) or _strict_rerun(session, result.scenario, result)
@@ -200,6 +201,7 @@ def _side_by_side(
         up = judge_time._upstream_request(
             session, result, request, _upstream_names(session, result)
         )
+        up = parent_figure.upstream_header(session, result, up, seeds=request["seeds"])
     finally:
         _spent(result, t0)
     times = {name: TimingStats(**st) for name, st in (header["stats"] | up["stats"]).items()}
@@ -224,6 +226,8 @@ def _candidate_round(
             key=wall_key,
             seeds=request["seeds"],
         )
+    if failure is None:
+        header = parent_figure.candidate_header(session, result, header, wall_key=wall_key)
     return header, request, failure
 
 
@@ -303,6 +307,7 @@ def _pattern_upstreams(
         up = judge_time._upstream_request(
             session, result, request, _upstream_names(session, result)
         )
+        up = parent_figure.upstream_header(session, result, up, seeds=request["seeds"])
     finally:
         _spent(result, t0)
     times = {name: TimingStats(**st) for name, st in (header["stats"] | up["stats"]).items()}

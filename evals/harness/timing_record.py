@@ -60,6 +60,9 @@ def add_figures(
     for into, key in parts:
         into.update({name: TimingStats(**st) for name, st in header.get(key, {}).items()})
     timing = result.timing
+    worker = {name: float(st["median_us"]) for name, st in header.get("worker_stats", {}).items()}
+    if worker:  # a re-time's figures on the parent's clock (evals.harness.parent_figure)
+        timing["worker_us"] = {**timing.get("worker_us", {}), **worker}
     timing["converged"] = timing.get("converged", True) and header["stop"] == "converged"
     timing["worst_rse"] = max(st.rse for st in result.times.values())
     timing["polluted"] = {
@@ -83,7 +86,8 @@ def _timing_flags(
 ) -> None:
     """Notes on one worker's timing: not converged, or calls discarded for host work."""
     if header["stop"] != "converged":
-        worst = max(TimingStats(**st).rse for st in header["stats"].values())
+        own = {**header["stats"], **header.get("worker_stats", {})}  # the worker's convergence
+        worst = max(TimingStats(**st).rse for st in own.values())
         rounds = f" in {attempts} attempts" if attempts else ""
         result.flags.append(
             f"timing did not converge{rounds} ({who} stopped at {header['stop']}): "

@@ -26,7 +26,10 @@ class ScenarioResult:
         failure: The first failure, or None.
         errors: Worst-case error figures over the checked input sets.
         times: Device-time stats per implementation (``candidate`` and upstream names): the
-            headline every speedup, geomean and floor uses.
+            headline every speedup, geomean and floor uses. On a CPU target they are the
+            parent's figures (:mod:`evals.harness.parent_figure`; ``timing['figure']`` is
+            ``parent``, ``median_us`` the fastest batch's time per call) and the worker's own
+            medians are in ``timing['worker_us']``.
         latency: Call-latency stats per implementation (host issue work included, as a
             caller sees it; display only, empty where it equals device time).
         issue: Host issue-time stats per implementation (the call's own host work).

@@ -41,6 +41,7 @@ machine passes; a candidate whose reported times are too small fails them all).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -51,7 +52,7 @@ from evals.harness import query_flips
 from evals.harness.channel import Buffer
 from evals.harness.failures import Code, Failure
 from evals.harness.session import derive_seed
-from evals.harness.timing import TimingStats
+from evals.harness.timing import TimingStats, summarize
 from evals.harness.wall_settings import GROWTH, WallSettings
 
 Clock = Callable[[], float]
@@ -103,6 +104,8 @@ class Reading:
         calls: Calls in all batches; ``batches`` their number.
         best_calls: Calls in the batch that gave U.
         worker_us: The worker's own per-call figure in that batch (for the record only).
+        figures_us: The per-call figure of each batch that counted, microseconds (on a CPU
+            target their summary is the time every speedup uses: :func:`figure_stats`).
     """
 
     per_call_us: float
@@ -111,6 +114,7 @@ class Reading:
     batches: int
     best_calls: int
     worker_us: float
+    figures_us: tuple[float, ...] = ()
 
     def to_json(self) -> dict[str, float | int]:
         """JSON form (microseconds and counts)."""
@@ -145,7 +149,19 @@ def read(batches: Sequence[Batch], *, planned: int = 0) -> Reading:
         batches=len(batches),
         best_calls=best.calls,
         worker_us=best.worker_s / best.calls * 1e6,
+        figures_us=tuple(b.per_call_us(ping) for b in counted),
     )
+
+
+def figure_stats(reading: Reading) -> TimingStats:
+    """The parent's time per call over the batches that counted, as timing stats.
+
+    ``median_us`` carries U, the fastest batch's per-call time (noise only adds time, and a
+    batch of a few calls is noisy: the median of a slow kernel's batches of two calls came out
+    35% above their fastest); the rest summarise the batches (``n``: their number).
+    """
+    spread = summarize(reading.figures_us or (reading.per_call_us,))
+    return dataclasses.replace(spread, median_us=reading.per_call_us)
 
 
 def conclude(

@@ -10,5 +10,6 @@ rewrite its memory: nothing computed here is trusted by the parent unless checke
 
 Modules: ``serve`` (the request loop), ``wall`` (back-to-back batches for the parent's
 clock), ``warm`` (upstream warm-up calls), ``timed_outputs`` (outputs kept from timed calls),
-``errors`` (a candidate's exceptions as failures), ``protocol`` (what both sides share).
+``errors`` (a candidate's exceptions as failures), ``heap`` (freed memory kept for reuse),
+``protocol`` (what both sides share).
 """

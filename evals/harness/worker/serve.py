@@ -43,6 +43,7 @@ from evals.harness.worker.errors import (
     candidate_error,
     poisoned_allocations,
 )
+from evals.harness.worker.heap import retain_freed_memory
 from evals.harness.worker.timed_outputs import TimedOutputs
 from evals.harness.worker.wall import WallBatches
 from evals.harness.worker.warm import warm
@@ -429,6 +430,7 @@ def main(argv: list[str], *, writes: str = "not applied") -> int:
     confinement :mod:`evals.worker_entry` applied before this module was imported.
     """
     sock = socket.socket(fileno=int(argv[1]))
+    retain_freed_memory()  # batches reuse the pages earlier batches faulted in (heap.py)
     target = get_target(argv[2])
     threads = int(argv[4])
     if threads > 0:

@@ -33,7 +33,10 @@ class WallBatches:
     ``{"scenario", "seeds", "mask_seed"}`` makes the scenario's timing input sets from the
     seeds of the timing round it checks (the same work as the timed calls: a ragged KV
     cache's lengths come from the seeds) and, where the target refills queries, each set's
-    sign mask (:mod:`evals.harness.query_flips`); ``{"warm": seed}`` makes the digests'
+    sign mask (:mod:`evals.harness.query_flips`), and its calls: the candidate's, or with
+    ``"impl": NAME`` an upstream's (only in the upstreams' own worker, which never loads a
+    candidate: on a CPU target their batches give every speedup's figure, measured as the
+    candidate's are); ``{"warm": seed}`` makes the digests'
     weights of ``seed``; ``{"n": N, "digest_seed", "shifts"}`` runs N calls back to
     back on the sets in turn, call ``i`` on its set's q flipped at ``shifts[i]`` first (so no
     call repeats an earlier call's inputs, and none can be computed before the request), on
@@ -95,7 +98,15 @@ class WallBatches:
         target = self.worker.target
         self.scenario = scenario
         self.sets = target.make_timing_inputs(scenario, [int(x) for x in req["seeds"]])
-        self.calls = [self.worker.prepare(inputs) for inputs in self.sets]
+        impl = str(req.get("impl", "candidate"))
+        if impl != "candidate" and self.worker.ops is not None:
+            reason = "an upstream's wall batches asked of a worker that loaded a candidate"
+            raise CandidateError(Failure(Code.HARNESS_ERROR, reason))
+        if impl == "candidate":
+            self.calls = [self.worker.prepare(inputs) for inputs in self.sets]
+        else:
+            upstream = target.upstream(impl)
+            self.calls = [upstream.prepare(inputs) for inputs in self.sets]
         if fresh_queries(target, self.sets):
             seed = int(req.get("mask_seed", 0))
             self.flips = [(base_bits(s["q"]), make_mask(s["q"], seed)) for s in self.sets]

@@ -1,0 +1,73 @@
+"""Issue 40: on the CPU, the time every speedup uses is the parent's, for candidate and upstream.
+
+The worker's own figures decide convergence and are held to the parent's clock; the figure
+is the wall-clock batches' (evals/harness/parent_figure.py), measured alike in the
+candidate's worker and in the upstreams' own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evals.harness import RunSettings, evaluate
+from evals.harness.worker.heap import retain_freed_memory
+from evals.harness.worker_client import WorkerClient
+from tests.helpers import START_CPU
+
+TWO = ("smoke-fp32-d64-q1-k67-h4k1-causal", "smoke-bf16-d128-s53-h2-full-std8")
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    verdict = evaluate(
+        RunSettings("bench", "cpu_attention", START_CPU, suite="smoke", seed=3, scenario_ids=TWO)
+    )
+    assert verdict.status == "ok", verdict.failure
+    return json.loads(json.dumps(verdict.to_json()))
+
+
+def test_every_speedup_is_made_of_the_parents_figures(doc):
+    scenarios = [s for s in doc["scenarios"] if s["times_us"]]
+    assert {s["id"] for s in scenarios} == set(TWO)
+    for s in scenarios:
+        timing, times = s["timing"], s["times_us"]
+        assert timing["figure"] == "parent"
+        assert timing["wall"]["meter"] == "worker_cpu"
+        # the candidate's time is its wall-clock check's U; the upstream's its own batches'
+        assert times["candidate"]["median_us"] == pytest.approx(timing["wall_us"])
+        assert times["candidate"] == timing["wall"]["figure_us"]
+        assert times["sdpa"] == timing["upstream_wall"]["sdpa"]["figure_us"]
+        assert timing["upstream_wall"]["sdpa"]["batches"] >= 2
+        ratio = times["sdpa"]["median_us"] / times["candidate"]["median_us"]
+        assert s["speedup"]["sdpa"] == pytest.approx(ratio)
+        # the worker's own figures stay on record, apart from the figure
+        assert set(timing["worker_us"]) == {"candidate", "sdpa"}
+
+
+def test_the_upstreams_batches_run_in_their_own_worker_on_the_candidates_inputs(monkeypatch):
+    # a spy on the parent's requests: every wall preparation naming an upstream goes to a
+    # worker that loaded no candidate, with the seeds the candidate's batches ran on
+    prepared: list[tuple[str, bool, list[int]]] = []
+    request = WorkerClient.request
+
+    def spy(self, message, *args, **kwargs):
+        if message.get("op") == "wall" and "scenario" in message:
+            who = message.get("impl", "candidate")
+            prepared.append((who, self.library is None, list(message["seeds"])))
+        return request(self, message, *args, **kwargs)
+
+    monkeypatch.setattr(WorkerClient, "request", spy)
+    one = TWO[:1]
+    verdict = evaluate(
+        RunSettings("bench", "cpu_attention", START_CPU, suite="smoke", seed=4, scenario_ids=one)
+    )
+    assert verdict.status == "ok", verdict.failure
+    assert [(who, plain) for who, plain, _ in prepared] == [("candidate", False), ("sdpa", True)]
+    assert prepared[0][2] == prepared[1][2] == verdict.results[0].timing["figure_seeds"]
+
+
+def test_the_workers_keep_freed_memory_for_the_next_batch():
+    # glibc here: the mapping and trimming thresholds took (evals/harness/worker/heap.py)
+    assert retain_freed_memory()
