@@ -147,13 +147,17 @@ def _table(results: list[ScenarioResult], ups: list[str], with_latency: bool) ->
 
 def legend(ups: list[str], *, with_latency: bool, gpu: bool) -> list[str]:
     """One line per column: what it holds and in which unit."""
-    clock = "device time (host work hidden)" if gpu else "wall time"
+    time = (
+        "median time of one call in microseconds, device time (host work hidden)"
+        if gpu
+        else "time of one call in microseconds on the harness's own clock (back to back)"
+    )
     lines = [
         "columns:",
         "  ok       yes if the scenario passed every check",
         "  max_err  largest absolute error against the float64 reference",
         "  tol      the error allowed there: 2x the baseline upstream's, plus a small floor",
-        f"  *_us     median time of one call in microseconds, {clock}",
+        f"  *_us     {time}",
         "  x_UP     speedup over upstream UP: above 1 the candidate is faster",
         "  tflops   the candidate's arithmetic rate, TFLOP/s",
     ]
