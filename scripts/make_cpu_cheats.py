@@ -472,6 +472,14 @@ CHEATS.update(
             body("odd_batch_pairs"),
             "#include <cstring>\n#include <utility>\n",
         ),
+        cheat(
+            "long_keys_truncated",
+            "attends a fixed window of 256 keys: past 256 keys the rest are dropped (every "
+            "smoke scenario and random draw has at most 130).",
+            f"{COVER}: seqlen_k 257 to 1100, the long class (INACCURATE).",
+            body("long_keys_truncated"),
+            "#include <ATen/ops/empty.h>\n#include <cstring>\n#include <utility>\n",
+        ),
     ]
 )
 CHEATS = dict(sorted(CHEATS.items()))

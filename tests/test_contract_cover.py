@@ -13,7 +13,13 @@ import pytest
 
 from evals.harness.contract_cover import covering_rows, uncovered
 from evals.harness.contract_draw import contract_path, draw_path, drawn_scenarios
-from evals.harness.contract_spec import ContractSpec, inside, load_contract, spec_bounds
+from evals.harness.contract_spec import (
+    ContractSpec,
+    inside,
+    load_contract,
+    parse_contract,
+    spec_bounds,
+)
 from evals.harness.targets import get_target
 
 TARGETS = ("cpu_attention", "fa3_hopper", "fa4_blackwell")
@@ -94,3 +100,42 @@ def test_full_suite_holds_a_size_near_the_stated_limit(target):
     sizes = [t.work(s).bytes for s in t.load_suite("full").scenarios]
     assert max(sizes) <= limit
     assert max(sizes) >= 0.75 * limit
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_cpu_covering_set_reaches_long_sequences_in_small_rows(seed):
+    # issue 40: lengths past 256 keys (random draws stop at 130) meet every class of every
+    # other dimension, in rows kept small by the contract's size cap
+    spec = _contract("cpu_attention")
+    rows = covering_rows(spec, random.Random(seed))
+    long_rows = [r for r in rows if r["seqlen_k"] == "long"]
+    assert {r["seqlen_q"] for r in long_rows} == {"one", "below", "equal", "above"}
+    for row in rows:
+        if spec.row_size(row) > spec.size_cap:  # only where its long lengths alone are over
+            smallest = {"batch": "one", "heads_kv": "one", "group": "one", "head_dim": "d64"}
+            assert row["seqlen_k"] == "long" and smallest.items() <= row.items(), row
+    scenarios = [s.params for s in drawn_scenarios(get_target("cpu_attention"), "smoke", seed)]
+    assert any(p["seqlen_q"] > 256 and p["seqlen_k"] > 256 for p in scenarios)
+    assert any(p["seqlen_q"] == 1 and p["seqlen_k"] > 256 and p["batch"] > 1 for p in scenarios)
+
+
+def test_the_size_cap_keeps_the_rest_of_a_large_row_small():
+    dims = "".join(
+        f"[dims.{n}]\nrange = [1, inf]\nclasses.small = {{int = [1, 2]}}\n"
+        f"classes.huge = {{int = [1000, 1000]}}\n"
+        for n in "nmp"
+    )
+    cover = '[cover]\nsize = ["n", "m", "p"]\nsize_cap = 5000\n'
+    text = f'```toml\nformat = "kernelseek.contract/1"\n{dims}{cover}```\n'
+    spec = parse_contract(text)
+    for seed in SEEDS:
+        rows = covering_rows(spec, random.Random(seed))
+        assert not uncovered(rows, {d.name: list(d.classes) for d in spec.dims}, spec.excluded)
+        # every pair of huge classes is over the cap alone: each has a row of its own, whose
+        # third dimension is small (uncapped, one row of three huge classes covers all three)
+        assert not any(set(r.values()) == {"huge"} for r in rows), rows
+    uncapped = ContractSpec(spec.dims, spec.limits, spec.excluded)
+    rows = [r for s in SEEDS for r in covering_rows(uncapped, random.Random(s))]
+    assert any(set(r.values()) == {"huge"} for r in rows)
+    with pytest.raises(ValueError, match=r"cover\.size"):
+        parse_contract(text.replace('size = ["n", "m", "p"]', 'size = ["n", "x"]'))

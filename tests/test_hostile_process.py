@@ -10,12 +10,13 @@ verifies a random call of every wall-clock batch against its committed digest an
 reference, and fails a run whose candidate's process changed places that outlive it.
 """
 
-import math
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
+from benchmarks.cpu_forge_gain import ratio, variants
 from evals.harness import Code, RunSettings, evaluate, wall_verify
 from evals.harness.verdict import Verdict
 from tests.helpers import BUILD_CACHE, ROOT
@@ -201,45 +202,24 @@ def test_write_escape_is_a_sandbox_violation_where_files_are_writable(tmp_path, 
         _remove([p for p, _ in tried] + _escape_targets())
 
 
-def _forge_variants(tmp_path: Path) -> tuple[Path, Path]:
-    """timer_forge.cpp skipping nothing, its clock held back by 2/7 during a call (it reports
-    5/7 of each call, 1.4x fast), and its honest twin: the same source, the clock untouched."""
-    source = (CHEATS / "timer_forge.cpp").read_text()
-    install = "static const bool forged = install_forged_clock();"
-    assert source.count("* 5 / 6") == 2 and source.count(install) == 1
-    honest_calls = source.replace("kBackToBackNs = 12000", "kBackToBackNs = 0")
-    forged, twin = tmp_path / "forge_within_bounds.cpp", tmp_path / "forge_twin.cpp"
-    forged.write_text(honest_calls.replace("* 5 / 6", "* 2 / 7"))
-    twin.write_text(honest_calls.replace(install, "static const bool forged = false;"))
-    return forged, twin
-
-
 def test_a_forged_clock_within_every_bound_gains_nothing_on_the_cpu(tmp_path, monkeypatch):
     # issue 40: a clock forged no further than the round audit scales and the wall-clock check
     # allows (before: 1.38x and 1.87x its honest twin, exit 0). The worker's figures still show
     # the forge; every speedup's time is the parent's (evals/harness/parent_figure.py), for
     # the upstream too, so the forged kernel's times match its twin's, scored on the same seed
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
-    forged, twin = _forge_variants(tmp_path)
+    forged, twin = variants(tmp_path, Fraction(5, 7))  # benchmarks/cpu_forge_gain.py
     verdicts = [
         evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke", seed=11))
         for kernel in (forged, twin)
     ]
-    timed = []
     for verdict in verdicts:
         assert verdict.status == "ok", _failures(verdict)
-        rows = {r.scenario.id: r for r in verdict.results if "candidate" in r.times}
-        assert rows and all(r.timing["figure"] == "parent" for r in rows.values())
-        timed.append(rows)
-    shared = sorted(set(timed[0]) & set(timed[1]))
-    assert len(shared) >= 5
-
-    def geomean_ratio(of) -> float:  # forged over twin, per scenario
-        logs = [math.log(of(timed[0][i]) / of(timed[1][i])) for i in shared]
-        return math.exp(sum(logs) / len(logs))
-
-    worker = geomean_ratio(lambda r: r.timing["worker_us"]["candidate"])
-    figure = geomean_ratio(lambda r: r.times["candidate"].median_us)
+        timed = [r for r in verdict.results if "candidate" in r.times]
+        assert timed and all(r.timing["figure"] == "parent" for r in timed)
+    worker, shared = ratio(*verdicts, of="worker")
+    figure, _ = ratio(*verdicts, of="figure")
+    assert shared >= 5
     assert worker < 0.9, f"the forge did not take: the worker's own figures at {worker:.2f}x"
     # the worker's figures (what counted before): 0.83x and 0.77x the twin's, two seeds here;
     # the parent's 1.08x and 0.96x. Noise is the rest of the margin

@@ -46,7 +46,12 @@ CANDIDATES = 12
 
 
 def covering_rows(spec: ContractSpec, rng: random.Random) -> list[Row]:
-    """Rows (dimension to class) covering every allowed class pair of ``spec``'s dimensions."""
+    """Rows (dimension to class) covering every allowed class pair of ``spec``'s dimensions.
+
+    No row's size (:meth:`ContractSpec.row_size`) passes ``spec.size_cap`` unless the pair it
+    was built for does alone: a large class still meets every class of every other dimension,
+    in rows whose other dimensions are small.
+    """
     classes = {d.name: list(d.classes) for d in spec.dims}
     left = class_pairs(classes, spec.excluded)
     rows: list[Row] = []
@@ -54,7 +59,7 @@ def covering_rows(spec: ContractSpec, rng: random.Random) -> list[Row]:
         todo = sorted(left, key=sorted)
         best: tuple[int, Row] | None = None
         for _ in range(CANDIDATES):
-            row = _candidate(rng.choice(todo), classes, left, spec.excluded, rng)
+            row = _candidate(rng.choice(todo), spec, classes, left, rng)
             gain = len(left & _pairs_of(row))
             if best is None or gain > best[0]:
                 best = (gain, row)
@@ -71,9 +76,9 @@ def _pairs_of(row: Row) -> set[Pair]:
 
 def _candidate(
     start: Pair,
+    spec: ContractSpec,
     classes: Mapping[str, Sequence[str]],
     left: set[Pair],
-    excluded: frozenset[Pair],
     rng: random.Random,
 ) -> Row:
     """A row from the uncovered pair ``start``, the other dimensions filled greedily."""
@@ -81,7 +86,7 @@ def _candidate(
     rest = [name for name in classes if name not in row]
     rng.shuffle(rest)
     for name in rest:
-        row[name] = _best_class(name, classes[name], row, left, excluded, rng)
+        row[name] = _best_class(name, classes[name], row, left, spec, rng)
     return row
 
 
@@ -90,21 +95,30 @@ def _best_class(
     options: Sequence[str],
     row: Row,
     left: set[Pair],
-    excluded: frozenset[Pair],
+    spec: ContractSpec,
     rng: random.Random,
 ) -> str:
-    """The class of ``name`` covering most pairs still ``left`` with the row so far."""
+    """The class of ``name`` covering most pairs still ``left`` with the row so far.
+
+    Only classes that keep the row within ``spec.size_cap`` (the dimensions not yet filled
+    at their smallest) are weighed; where none does, the smallest.
+    """
+    allowed = [
+        option
+        for option in options
+        if not any(frozenset({(name, option), item}) in spec.excluded for item in row.items())
+    ]
+    if not allowed:
+        raise ValueError(f"contract: no class of {name!r} fits beside {row}")
+    fits = [o for o in allowed if spec.row_size({**row, name: o}) <= spec.size_cap]
+    if not fits:
+        return min(allowed, key=lambda o: spec.row_size({**row, name: o}))
     best: list[str] = []
     most = -1
-    for option in options:
-        pairs = [frozenset({(name, option), item}) for item in row.items()]
-        if any(p in excluded for p in pairs):
-            continue
-        gain = sum(p in left for p in pairs)
+    for option in fits:
+        gain = sum(frozenset({(name, option), item}) in left for item in row.items())
         if gain > most:
             best, most = [option], gain
         elif gain == most:
             best.append(option)
-    if not best:
-        raise ValueError(f"contract: no class of {name!r} fits beside {row}")
     return rng.choice(best)

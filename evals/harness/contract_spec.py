@@ -14,6 +14,10 @@ section "Ranges", the single source of truth for every dimension the contract le
     classes.<class> = {kind = values}   # boundary and interior classes, as draw specs
     [[exclude]]               # class pairs no input can show, e.g. {seqlen_q = "below",
                               # seqlen_k = "one"}
+    [cover]                   # optional: what a covering row may cost
+    size = ["<dim>", ...]     # a row's size: the product of these dimensions' largest values
+    size_cap = N              # no row over it unless the pair it was built for is (then the
+                              # rest of the row takes its smallest classes)
 
 Each class is a draw spec of :data:`evals.harness.contract_draw.KINDS` (``int``, ``uniform``,
 ``choice``) over the dimension's quantity; a run's covering set pins one class per dimension
@@ -67,15 +71,49 @@ class ContractSpec:
         dims: The open dimensions, in contract order.
         limits: Stated limits on the whole input (e.g. ``input_bytes``, bytes).
         excluded: Class pairs no input shows, each ``((dim, class), (dim, class))``.
+        size: The dimensions whose largest values multiply to a covering row's size.
+        size_cap: The largest size a covering row may have (``math.inf``: no cap).
     """
 
     dims: tuple[Dim, ...]
     limits: Mapping[str, Any]
     excluded: frozenset[frozenset[tuple[str, str]]]
+    size: tuple[str, ...] = ()
+    size_cap: float = math.inf
 
     def dim(self, name: str) -> Dim:
         """The dimension ``name``."""
         return next(d for d in self.dims if d.name == name)
+
+    def top(self, name: str, cls: str, row: Mapping[str, str]) -> float:
+        """The largest value class ``cls`` of ``name`` gives, in a row pinning ``row``.
+
+        A relation class (:data:`RELATIONS`) is sized by the dimension it relates to, the
+        class ``row`` gives that one (its largest class where the row has none yet): ``one``
+        is 1, ``above`` up to 8 more.
+        """
+        dim = self.dim(name)
+        if not dim.relative_to:
+            return float(max(spec_bounds(dim.classes[cls])))
+        if cls == "one":
+            return 1.0
+        other = self.dim(dim.relative_to)
+        tops = [self.top(other.name, c, row) for c in other.classes]
+        base = self.top(other.name, row[other.name], row) if other.name in row else max(tops)
+        return base + (8.0 if cls == "above" else 0.0)
+
+    def row_size(self, row: Mapping[str, str]) -> float:
+        """A (partial) row's size (the product of the ``size`` dimensions' largest values).
+
+        A dimension the row has no class for yet counts at its smallest class's.
+        """
+        total = 1.0
+        for name in self.size:
+            if name in row:
+                total *= self.top(name, row[name], row)
+            else:
+                total *= min(self.top(name, c, row) for c in self.dim(name).classes)
+        return total
 
 
 def parse_contract(text: str, where: str = "contract") -> ContractSpec:
@@ -94,7 +132,12 @@ def parse_contract(text: str, where: str = "contract") -> ContractSpec:
     excluded = frozenset(frozenset(pair.items()) for pair in doc.get("exclude", []))
     if any(len(p) != 2 for p in excluded):
         raise ValueError(f"{where}: every exclude names two dimensions' classes")
-    return ContractSpec(dims, doc.get("limits", {}), excluded)
+    cover = doc.get("cover", {})
+    size = tuple(str(name) for name in cover.get("size", ()))
+    if not {name for name in size} <= {d.name for d in dims}:
+        raise ValueError(f"{where}: cover.size names a dimension the contract does not have")
+    cap = float(cover.get("size_cap", math.inf))
+    return ContractSpec(dims, doc.get("limits", {}), excluded, size, cap)
 
 
 def _dim(name: str, spec: Mapping[str, Any], where: str) -> Dim:

@@ -1,0 +1,85 @@
+"""How much a clock forged inside the candidate's process gains on the CPU target.
+
+Builds two variants of the corpus kernel ``tests/cheats/cpu_attention/timer_forge.cpp`` that
+skip no call: one whose forged clock runs at ``--keep`` of the real pace while a call runs (it
+reports that share of each call; within every bound at 5/7), and its honest twin (the same
+source, the clock untouched). Both are benched on ``--suite`` with the same seed, one after
+the other; per seed, one JSON line: the geomean over the scenarios both timed of the forged
+kernel's time over its twin's, by the worker's own figures (``timing.worker_us``: what the
+speedups used before cpu_attention 19) and by the figures that count. Below 1 the forge gains.
+
+Usage: python benchmarks/cpu_forge_gain.py --seeds 11 12 [--keep 5/7] [--suite smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+
+from evals.harness import RunSettings, evaluate
+from evals.harness.verdict import ScenarioResult, Verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+FORGE = ROOT / "tests" / "cheats" / "cpu_attention" / "timer_forge.cpp"
+INSTALL = "static const bool forged = install_forged_clock();"
+
+
+def variants(folder: Path, keep: Fraction) -> tuple[Path, Path]:
+    """The forge claiming ``keep`` of each call with no call skipped, and its honest twin."""
+    source = FORGE.read_text()
+    if source.count("* 5 / 6") != 2 or source.count(INSTALL) != 1:
+        raise SystemExit(f"error: {FORGE} no longer has the forge this benchmark rewrites")
+    held = 1 - keep  # the share of each call the forged clock holds back
+    calls = source.replace("kBackToBackNs = 12000", "kBackToBackNs = 0")
+    forged, twin = folder / "forge_within_bounds.cpp", folder / "forge_twin.cpp"
+    forged.write_text(calls.replace("* 5 / 6", f"* {held.numerator} / {held.denominator}"))
+    twin.write_text(calls.replace(INSTALL, "static const bool forged = false;"))
+    return forged, twin
+
+
+def ratio(forged: Verdict, twin: Verdict, of: str) -> tuple[float, int]:
+    """Geomean over shared timed scenarios of forged over twin (``of``: worker or figure)."""
+
+    def time_us(r: ScenarioResult) -> float:
+        if of == "worker":
+            return float(r.timing["worker_us"]["candidate"])
+        return r.times["candidate"].median_us
+
+    rows = [{r.scenario.id: r for r in v.results if "candidate" in r.times} for v in (forged, twin)]
+    shared = sorted(set(rows[0]) & set(rows[1]))
+    logs = [math.log(time_us(rows[0][i]) / time_us(rows[1][i])) for i in shared]
+    return (math.exp(sum(logs) / len(logs)) if logs else math.nan), len(shared)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[11])
+    parser.add_argument("--keep", type=Fraction, default=Fraction(5, 7))
+    parser.add_argument("--suite", default="smoke")
+    args = parser.parse_args(argv)
+    if not 0 < args.keep < 1:
+        parser.error("--keep must be a fraction between 0 and 1, e.g. 5/7")
+    with tempfile.TemporaryDirectory() as folder:
+        forged, twin = variants(Path(folder), args.keep)
+        for seed in args.seeds:
+            verdicts = [
+                evaluate(RunSettings("bench", "cpu_attention", k, suite=args.suite, seed=seed))
+                for k in (forged, twin)
+            ]
+            line: dict[str, object] = {"seed": seed, "status": [v.status for v in verdicts]}
+            if all(v.status == "ok" for v in verdicts):
+                worker, n = ratio(*verdicts, of="worker")
+                line |= {"scenarios": n, "worker_forged_over_twin": worker,
+                         "figure_forged_over_twin": ratio(*verdicts, of="figure")[0]}  # fmt: skip
+            print(json.dumps(line), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
