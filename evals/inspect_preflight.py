@@ -4,7 +4,8 @@ Inspect reports a wrong solver argument, a model without a provider or a missing
 as a long traceback, after it has built the task. These checks say the same in one line first:
 the solver is an arm, every ``-S`` name one of its parameters, every ``-T`` name a task argument
 with a valid value, ``--model`` names its provider (``provider/model``) whose package is
-installed, and a ``docker`` sandbox has an engine that answers.
+installed, a ``docker`` sandbox has an engine that answers, and a GPU target has a GPU to run on
+(:func:`gpu_problem`).
 """
 
 from __future__ import annotations
@@ -140,7 +141,40 @@ def _task(args: list[str], target: str) -> str | None:
         settings = task_args(target, pairs(args, "-T"))
     except TaskArgumentError as exc:
         return str(exc)
-    return docker_problem() if settings.sandbox == "docker" else None
+    problem = gpu_problem(target, settings.sandbox)
+    if problem is None and settings.sandbox == "docker":
+        problem = docker_problem()
+    return problem
+
+
+def gpu_problem(target: str, sandbox: str) -> str | None:
+    """Why GPU target ``target`` cannot run in ``sandbox`` on this machine, or None.
+
+    ``local``: the harness runs here, so what it would refuse (no CUDA GPU torch can see, no
+    toolkit, no upstream) is said here, before the agent starts. ``docker``: the scorer's
+    container is handed this host's GPUs, so the host needs an NVIDIA device. ``k8s``: the
+    cluster's nodes hold the GPUs; nothing to check here.
+    """
+    if TARGETS[target].device != "gpu" or sandbox == "k8s":
+        return None
+    if sandbox == "local":
+        from evals.harness.environment import environment_fault  # imports torch
+        from evals.harness.targets import get_target
+
+        fault = environment_fault(get_target(target), building=True)
+        return None if fault is None else f"{target} cannot run here: {fault.reason}"
+    if has_nvidia_device():
+        return None
+    return (
+        f"no NVIDIA GPU on this machine: {target} runs on one (the {sandbox} sandbox hands the "
+        "host's GPUs to its scorer); without one, run tasks/cpu_attention"
+    )
+
+
+def has_nvidia_device() -> bool:
+    """Whether this host has an NVIDIA GPU device node (what a container would be handed)."""
+    dev = Path("/dev")
+    return (dev / "nvidiactl").exists() and any(dev.glob("nvidia[0-9]*"))
 
 
 def docker_problem() -> str | None:

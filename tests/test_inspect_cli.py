@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from evals import inspect_preflight
 from evals.inspect_cli import option, preflight, tag_arm
 from tests.helpers import ROOT
 
@@ -52,7 +53,8 @@ def test_a_wrong_solver_or_task_argument_is_one_line_before_inspect_runs(args, t
     assert text in preflight(["eval", "tasks/cpu_attention", *args, "--model", "mockllm/model"])
 
 
-def test_good_arguments_pass_the_preflight():
+def test_good_arguments_pass_the_preflight(monkeypatch):
+    monkeypatch.setattr(inspect_preflight, "gpu_problem", lambda target, sandbox: None)
     args = ["eval", "tasks/fa3_hopper/", "--solver", "evals/kernelseek_bank", "-T", "suite=smoke",
             "-T", "upstream=cudnn", "-T", "token_limit=null", "-T", "sandbox=local",
             "-S", "gain_factor=2", "--model", "mockllm/model"]
@@ -62,6 +64,7 @@ def test_good_arguments_pass_the_preflight():
 
 def test_a_docker_sandbox_without_an_engine_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # no docker command at all
+    monkeypatch.setattr(inspect_preflight, "has_nvidia_device", lambda: True)
     args = ["eval", "tasks/fa3_hopper", "--model", "mockllm/model", "-T", "sandbox=docker"]
     assert preflight(args).startswith("no Docker engine: the docker command is not on PATH")
     fake = tmp_path / "docker"  # a client whose engine does not answer
@@ -89,3 +92,24 @@ def test_the_command_says_a_wrong_argument_in_one_line_and_exits_2(tmp_path, arg
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith("error: ")
+
+
+@pytest.mark.skipif(inspect_preflight.has_nvidia_device(), reason="this machine has a GPU")
+@pytest.mark.parametrize(
+    ("sandbox", "text"),
+    [
+        ("local", "fa3_hopper cannot run here: no CUDA GPU: fa3_hopper runs on an NVIDIA GPU"),
+        ("docker", "no NVIDIA GPU on this machine: fa3_hopper runs on one"),
+    ],
+)
+def test_a_gpu_task_without_a_gpu_is_one_line_and_exit_2(tmp_path, sandbox, text):
+    # issue 41: it was a 73-line traceback (local) or 35 lines of BuildKit output (docker)
+    proc = subprocess.run(
+        [sys.executable, "-m", "evals.inspect_cli", "eval", "tasks/fa3_hopper",
+         "--model", "mockllm/model", "-T", f"sandbox={sandbox}", "--log-dir", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("error: ") and text in line, line
+    assert not list(tmp_path.iterdir())  # nothing ran: no log
