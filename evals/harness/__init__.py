@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evals.harness.failures import Code, Failure, HarnessInputError
-    from evals.harness.runner import RunSettings, evaluate
+    from evals.harness.run_settings import RunSettings
+    from evals.harness.runner import evaluate
     from evals.harness.scenarios import Scenario, Suite, load_suite
     from evals.harness.targets import Target, get_target, target_names
     from evals.harness.verdict import VERDICT_SCHEMA, ScenarioResult, Verdict
 
 _HOMES = {
     "evals.harness.failures": ("Code", "Failure", "HarnessInputError"),
-    "evals.harness.runner": ("RunSettings", "evaluate"),
+    "evals.harness.run_settings": ("RunSettings",),
+    "evals.harness.runner": ("evaluate",),
     "evals.harness.scenarios": ("Scenario", "Suite", "load_suite"),
     "evals.harness.targets": ("Target", "get_target", "target_names"),
     "evals.harness.verdict": ("VERDICT_SCHEMA", "ScenarioResult", "Verdict"),

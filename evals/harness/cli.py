@@ -14,7 +14,8 @@ from pathlib import Path
 
 from evals.harness import report
 from evals.harness.process_tree import become_subreaper
-from evals.harness.runner import RunSettings, evaluate
+from evals.harness.run_settings import RunSettings
+from evals.harness.runner import evaluate
 from evals.harness.targets import target_names
 from evals.harness.verdict import Verdict
 

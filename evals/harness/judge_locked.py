@@ -15,7 +15,6 @@ import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from evals.harness import trace
 from evals.harness.device_lock import LockRecord, device_lock, lock_dir
@@ -28,15 +27,13 @@ from evals.harness.judge_suite import (
     measure_scenarios,
 )
 from evals.harness.lock_tamper import tamper_failure
+from evals.harness.run_settings import RunSettings
 from evals.harness.scenarios import Scenario
 from evals.harness.session import Progress
 from evals.harness.targets import Target
 from evals.harness.verdict import ScenarioResult, Verdict
 from evals.harness.warm_start import StartFailure, start_workers
 from evals.harness.worker_client import WorkerClient, WorkerFailure
-
-if TYPE_CHECKING:
-    from evals.harness.runner import RunSettings
 
 __all__ = ["Notify", "fail_all", "judge_locked", "run_lock"]
 

@@ -9,9 +9,7 @@ import secrets
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from evals.harness import baseline_prebuild, footprint, provenance
 from evals.harness.build import BuildResult, build
@@ -24,6 +22,7 @@ from evals.harness.hygiene import hash_file, verify_install
 from evals.harness.judge import PHASES, Tally
 from evals.harness.judge_locked import Notify, fail_all, judge_locked, run_lock
 from evals.harness.process_tree import outlived, reap_strays
+from evals.harness.run_settings import RunSettings
 from evals.harness.scenarios import Suite
 from evals.harness.session import Progress
 from evals.harness.static_checks import check_includes, check_symbols
@@ -31,53 +30,9 @@ from evals.harness.targets import Target, get_target
 from evals.harness.verdict import Verdict
 from evals.landlock import available_abi
 
-Command = Literal["check", "bench", "score"]
 NOT_THE_CANDIDATE = frozenset({Code.DEVICE_BUSY, Code.HARNESS_ERROR, Code.ENVIRONMENT})
 """Run-wide failures that are not the candidate's doing (a busy device, a broken build
 environment): the verdict's status is ``error`` (exit 2), not ``failed``."""
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """One harness invocation.
-
-    Attributes:
-        command: ``check`` (verify), ``bench`` (verify and time) or ``score`` (bench with a
-            fresh secret seed).
-        target: Target name.
-        kernel: Candidate source file (None with ``candidate_upstream``).
-        suite: Suite name.
-        seed: Input seed for check and bench (random when None); score always draws its own.
-        cache_dir: Build cache (default: ``$KERNELSEEK_CACHE`` or ``~/.cache/kernelseek``).
-        call_timeout_s: Overrides the target's per-request timeout (seconds) when set.
-        candidate_upstream: Self-check: judge this upstream as the candidate (e.g. ``fa3``),
-            so its speedup over itself shows whether the timing is sound.
-        scenario_ids: Judge only these scenarios of the suite (all when empty).
-        lock_timeout_s: Seconds to wait for the device lock (another run judging on the same
-            device, or on a CPU target also building) before giving up with ``device_busy``.
-        keep_going: Judge every scenario even after the same crash, hang or exception on two
-            scenarios in a row (by default the rest are skipped, and the verdict says so).
-        keep_worker_log: Keep the workers' output (capped: head and tail) in this file (the
-            upstreams' worker beside it); by default it is only read for crash reasons.
-    """
-
-    command: Command
-    target: str
-    kernel: Path | None
-    suite: str = "dev"
-    seed: int | None = None
-    cache_dir: Path | None = None
-    call_timeout_s: float | None = None
-    candidate_upstream: str | None = None
-    scenario_ids: tuple[str, ...] = ()
-    lock_timeout_s: float = 3600.0
-    keep_going: bool = False
-    keep_worker_log: Path | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """JSON form, logged into the verdict."""
-        data = dataclasses.asdict(self)
-        return {k: str(v) if isinstance(v, Path) else v for k, v in data.items()}
 
 
 def _setup(settings: RunSettings, verdict: Verdict) -> tuple[Target, Suite]:

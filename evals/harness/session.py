@@ -6,11 +6,12 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from evals.harness import channel
+from evals.harness.audit_record import RoundAudit
 from evals.harness.failures import Failure
 from evals.harness.gpu import Ceilings
 from evals.harness.scenarios import Scenario
@@ -18,9 +19,6 @@ from evals.harness.targets import Inputs, Target
 from evals.harness.verdict import ScenarioResult
 from evals.harness.verify import Check, check_meta, check_values
 from evals.harness.worker_client import WorkerClient
-
-if TYPE_CHECKING:
-    from evals.harness.round_audit import RoundAudit
 
 
 def derive_seed(seed: int, *parts: object) -> int:

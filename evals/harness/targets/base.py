@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import torch
 
-from evals.harness.contract_draw import DrawSpace
+from evals.harness.draw_space import DrawSpace
 from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.gpu import Ceilings
 from evals.harness.guards import MutationCheck

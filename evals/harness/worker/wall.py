@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
@@ -17,12 +17,22 @@ from evals.harness.digest import digests, warm
 from evals.harness.failures import Code, Failure
 from evals.harness.query_flips import base_bits, flip, make_mask
 from evals.harness.scenarios import Scenario
-from evals.harness.targets import Inputs
+from evals.harness.targets import Inputs, Target
 from evals.harness.worker.errors import CandidateError, candidate_error
 from evals.harness.worker.protocol import fresh_queries
 
-if TYPE_CHECKING:
-    from evals.harness.worker.serve import Worker
+
+class Host(Protocol):
+    """What the ``wall`` op needs of its worker (:class:`evals.harness.worker.serve.Worker`)."""
+
+    target: Target
+    ops: Any
+    """The candidate's loaded operators; None in a worker that loaded no candidate."""
+
+    def prepare(self, inputs: Inputs) -> Callable[[], torch.Tensor]:
+        """The candidate call on ``inputs``."""
+        ...
+
 
 __all__ = ["WallBatches"]
 
@@ -51,7 +61,7 @@ class WallBatches:
     (:mod:`evals.harness.wall_check`).
     """
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: Host) -> None:
         self.worker = worker
         self.scenario: Scenario | None = None
         self.sets: list[Inputs] = []

@@ -23,8 +23,8 @@ from evals.harness.attention import (
     cut_heads,
     reference_attention,
 )
-from evals.harness.contract_draw import DrawSpace
 from evals.harness.cpu_ceilings import measure_cpu_ceilings
+from evals.harness.draw_space import DrawSpace
 from evals.harness.gpu import Ceilings
 from evals.harness.kv_rewrite import rewrite_kv_rows
 from evals.harness.scenarios import Scenario

@@ -13,8 +13,8 @@ from typing import Any
 import torch
 
 from evals.harness.attention import cut_heads
-from evals.harness.contract_draw import DrawSpace
 from evals.harness.cuda_driver import driver_link_flags
+from evals.harness.draw_space import DrawSpace
 from evals.harness.gpu import (
     Ceilings,
     CudaEventTimer,
