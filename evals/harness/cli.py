@@ -1,5 +1,8 @@
 """Command line: ``python -m evals.harness {check,bench,score} --target T --kernel FILE``.
 
+``python -m evals.harness report VERDICT.json`` prints the report of a verdict an earlier run
+wrote with ``--json``, as that run printed it (with today's report format).
+
 Exit status: 0 when every scenario is correct, 1 when the candidate failed (build error,
 crash, wrong result, ...), 2 for a bad invocation (unknown target or suite, missing file) or
 a fault of the machine (no CUDA GPU, compiler, CUDA toolkit or FA3; a device that stayed busy).
@@ -65,7 +68,28 @@ def parser() -> argparse.ArgumentParser:
         )
         if name != "score":
             sp.add_argument("--seed", type=int, help="input seed (default: random)")
+    text = "print the report of a verdict an earlier run wrote with --json"
+    sp = sub.add_parser("report", help=text, description=text)
+    sp.add_argument("verdict", type=Path, help="the verdict's JSON file")
     return p
+
+
+def _status(verdict: Verdict) -> int:
+    """The exit status a verdict's run ends with."""
+    if verdict.status == "error":
+        return EXIT_ERROR
+    return EXIT_OK if verdict.status == "ok" else EXIT_FAILED
+
+
+def _report(path: Path) -> int:
+    """Print the report of the verdict saved at ``path``; a bad file is one line, exit 2."""
+    try:
+        verdict = Verdict.from_json(json.loads(path.read_text()))
+    except (OSError, json.JSONDecodeError, ValueError) as exc:
+        print(f"error: cannot read the verdict {path}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(report.render(verdict), flush=True)
+    return _status(verdict)
 
 
 def _write_json(verdict: Verdict, path: Path | None) -> None:
@@ -85,6 +109,8 @@ def _notify(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = parser().parse_args(argv)
+    if args.command == "report":
+        return int(_report(args.verdict))
     become_subreaper()  # what a build or a worker leaves running comes back to this process
     settings = RunSettings(
         command=args.command,
@@ -106,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     if verdict.status == "error":
         assert verdict.failure is not None
         print(f"error: {verdict.failure.reason}", file=sys.stderr)
-        return EXIT_ERROR
-    return EXIT_OK if verdict.status == "ok" else EXIT_FAILED
+    return _status(verdict)
 
 
 if __name__ == "__main__":

@@ -109,12 +109,60 @@ class ScenarioResult:
             "unsupported": self.unsupported,
             "tflops": self.flops / cand.median_us / 1e6 if cand else None,
             "gbps": self.bytes / cand.median_us / 1e3 if cand else None,
+            "flops": self.flops,
+            "bytes": self.bytes,
             "floor_us": self.floor_us,
             "memory": self.memory,
             "flags": self.flags,
             "checks": self.checks,
             "seconds": self.seconds,
         }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ScenarioResult:
+        """Read :meth:`to_json`'s form back (derived figures such as speedups are recomputed).
+
+        Raises:
+            KeyError, TypeError, ValueError: ``raw`` is not such a form.
+        """
+        failure = raw.get("failure")
+
+        def stats(key: str) -> dict[str, TimingStats]:
+            return {name: TimingStats(**st) for name, st in (raw.get(key) or {}).items()}
+
+        scenario = Scenario(
+            str(raw["id"]),
+            dict(raw["params"]),
+            contract=bool(raw.get("contract", False)),
+            drawn=bool(raw.get("drawn", False)),
+            covering=bool(raw.get("covering", False)),
+        )
+        times = stats("times_us")
+        cand = times.get("candidate")
+        work = {"flops": raw.get("flops"), "bytes": raw.get("bytes")}
+        if work["flops"] is None and cand is not None:  # written before they were (2026-12-05)
+            work = {
+                "flops": (raw.get("tflops") or 0.0) * cand.median_us * 1e6,
+                "bytes": (raw.get("gbps") or 0.0) * cand.median_us * 1e3,
+            }
+        return cls(
+            scenario=scenario,
+            correct=bool(raw["correct"]),
+            failure=Failure.from_json(failure) if failure else None,
+            errors=dict(raw.get("errors") or {}),
+            times=times,
+            latency=stats("latency_us"),
+            issue=stats("issue_us"),
+            timing=dict(raw.get("timing") or {}),
+            unsupported=dict(raw.get("unsupported") or {}),
+            flops=float(work["flops"] or 0.0),
+            bytes=float(work["bytes"] or 0.0),
+            floor_us=raw.get("floor_us"),
+            memory=dict(raw.get("memory") or {}),
+            flags=list(raw.get("flags") or []),
+            checks=dict(raw.get("checks") or {}),
+            seconds=dict(raw.get("seconds") or {}),
+        )
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -220,3 +268,48 @@ class Verdict:
             "check_lock": self.check_lock.to_json() if self.check_lock else None,
             "protections": self.protections,
         }
+
+    @classmethod
+    def from_json(cls, raw: object) -> Verdict:
+        """Read :meth:`to_json`'s form back: the one way a saved verdict is read.
+
+        Aggregates are not read: they are recomputed from the scenarios
+        (:func:`aggregates`), as :meth:`to_json` made them.
+
+        Raises:
+            ValueError: ``raw`` is not a verdict of schema :data:`VERDICT_SCHEMA` (one line).
+        """
+        if not isinstance(raw, dict) or raw.get("schema") != VERDICT_SCHEMA:
+            found = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
+            raise ValueError(f"not a verdict of schema {VERDICT_SCHEMA}: found {found!r}")
+        try:
+            return cls._read(raw)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"a malformed verdict: {type(exc).__name__}: {exc}") from exc
+
+    @classmethod
+    def _read(cls, raw: dict[str, Any]) -> Verdict:
+        failure, lock, check_lock = raw.get("failure"), raw.get("lock"), raw.get("check_lock")
+        status = raw["status"]
+        if status not in ("ok", "failed", "error"):
+            raise ValueError(f"status {status!r}")
+        return cls(
+            command=str(raw["command"]),
+            target=str(raw["target"]),
+            suite=str(raw["suite"]),
+            kernel=dict(raw.get("kernel") or {}),
+            seed=raw.get("seed"),
+            status=status,
+            failure=Failure.from_json(failure) if failure else None,
+            build=raw.get("build"),
+            results=[ScenarioResult.from_json(s) for s in raw.get("scenarios") or []],
+            upstreams=dict(raw.get("upstreams") or {}),
+            provenance=dict(raw.get("provenance") or {}),
+            timing=dict(raw.get("timing") or {}),
+            settings=dict(raw.get("settings") or {}),
+            flags=list(raw.get("flags") or []),
+            checks=dict(raw.get("checks") or {}),
+            lock=LockRecord.from_json(lock) if lock else None,
+            check_lock=LockRecord.from_json(check_lock) if check_lock else None,
+            protections=raw.get("protections"),
+        )
