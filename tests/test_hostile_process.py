@@ -213,6 +213,12 @@ def test_a_forged_clock_within_every_bound_gains_nothing_on_the_cpu(tmp_path, mo
         evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke", seed=11))
         for kernel in (forged, twin)
     ]
+    forged_verdict, twin_verdict = verdicts
+    assert twin_verdict.status == "ok", _failures(twin_verdict)
+    if forged_verdict.status == "failed":  # a busy host can push it over a bound: rejected
+        first = _failures(forged_verdict)[0]
+        assert first.code == Code.TIMING_MISMATCH, first
+        return
     for verdict in verdicts:
         assert verdict.status == "ok", _failures(verdict)
         timed = [r for r in verdict.results if "candidate" in r.times]
