@@ -222,7 +222,7 @@ def test_a_forged_clock_within_every_bound_gains_nothing_on_the_cpu(tmp_path, mo
     for verdict in verdicts:
         assert verdict.status == "ok", _failures(verdict)
         timed = [r for r in verdict.results if "candidate" in r.times]
-        assert timed and all(r.timing["figure"] == "parent_floor" for r in timed)
+        assert timed and all(r.timing["figure"] == "parent" for r in timed)
     worker, shared = ratio(*verdicts, of="worker")
     figure, _ = ratio(*verdicts, of="figure")
     assert shared >= 5

@@ -1,29 +1,31 @@
-"""On a CPU target the parent's clock floors the time every speedup uses, candidate and upstreams.
+"""On a CPU target the time every speedup uses is the parent's, for candidate and upstreams alike.
 
 The worker's own timing loop runs on a clock inside the candidate's process, which a kernel
 that took over that process can slow (a C library's clock re-pointed for its own process
 scored 1.38x and 1.87x its honest twin while every bound on the worker's figures held). So on
-a CPU target each implementation's time is the larger of two measurements of its calls: the
-worker's median, which a forged clock can only lower, and the parent's own figure, which the
-candidate cannot reach: the wall-clock check's batches of back-to-back calls on fresh queries
-(:mod:`evals.harness.wall_check`), metered by the kernel's count of the worker's CPU time (its
-busiest thread's: :mod:`evals.harness.process_clock`), the fastest batch per call
+a CPU target the worker's medians decide when a timing round has converged and what the
+wall-clock check holds them to, and the figure is the parent's: the wall-clock check's batches
+of back-to-back calls on fresh queries (:mod:`evals.harness.wall_check`), metered by the
+kernel's count of the worker's CPU time (its busiest thread's:
+:mod:`evals.harness.process_clock`), the fastest batch per call
 (:func:`evals.harness.wall_clock.figure_stats`). Each upstream is measured the same way in the
 upstreams' own worker, on the same input sets (:func:`evals.harness.wall_check.upstream_figure`):
 the same batches, outputs kept and digested alike.
 
-Why the larger and not the parent's alone: on calls of a few tens of microseconds beside heavy
-load, the parent's figure strays both ways (what it subtracts for its own flips and digests is
-timed apart, and OpenMP threads spin at barriers for partners waiting for a core): in one CI
-run the start kernel read 2.75x SDPA on a 20 us scenario that a side-by-side round put at
-0.8x, and the strict re-run rejected the honest kernel. An honest worker's median is the
-truth give or take its noise, so the larger of the two never undershoots either; a forged
-clock's median is below the parent's figure, which then counts.
+On a small call the parent's figure is floored by the worker's median. There what the parent
+takes off a batch for its own flips and digests (timed apart, in its own process) is as large
+as what it keeps, and beside load the figure strayed low: in one CI run the start kernel read
+2.75x SDPA on a 20 us scenario that side-by-side rounds put at 0.8x, and the strict re-run
+rejected the honest kernel. A forged clock only lowers the worker's median, so the floor gives
+it nothing. On larger calls the worker's median is left out: it is wall time, which load
+inflates (a two-thread kernel's calls beside two CPU hogs ran at 3.5x), and taking the larger
+of the two there let the strict re-run reject an honest kernel the other way (its fresh
+process's median 7x its first figure).
 
-The worker's figures stay in the verdict (``timing['worker_us']``, microseconds by name) and
-``timing['figure_from']`` says which of the two counted for each; ``timing['figure']`` is
-``parent_floor`` where this applies. A GPU target keeps the device time its worker measures
-(the wall-clock check and the trace check bound it there).
+The worker's figures stay in the verdict (``timing['worker_us']``, microseconds by name),
+``timing['figure_from']`` says which figure counted for each, and ``timing['figure']`` is
+``parent``. A GPU target keeps the device time its worker measures (the wall-clock check and
+the trace check bound it there).
 """
 
 from __future__ import annotations
@@ -39,8 +41,12 @@ from evals.harness.verdict import ScenarioResult
 
 __all__ = ["adopt_candidate", "candidate_header", "measure_upstreams", "upstream_header"]
 
-PARENT = "parent_floor"
-"""``timing['figure']`` where the scenario's times are floored by the parent's figures."""
+PARENT = "parent"
+"""``timing['figure']`` where the scenario's times are the parent's figures (on small calls,
+floored by the worker's medians)."""
+SMALL_SHARE = 0.5
+"""A call is small where the parent's own per-call costs it took off (flips and digests) are
+at least this share of the figure it kept: there the worker's median floors the figure."""
 
 
 def _applies(session: Session) -> bool:
@@ -60,12 +66,25 @@ def _keep_worker(result: ScenarioResult, name: str, worker: TimingStats) -> None
 
 
 def _larger(
-    result: ScenarioResult, name: str, worker: TimingStats, parent: TimingStats
+    result: ScenarioResult, name: str, worker: TimingStats, parent: TimingStats, costs_us: float
 ) -> TimingStats:
-    """The larger of the two figures of ``name``; which one it was goes on record."""
-    from_parent = parent.median_us >= worker.median_us
+    """``name``'s figure: the parent's, floored by the worker's median on a small call.
+
+    A small call is one where the parent took off at least :data:`SMALL_SHARE` of what it
+    kept (``costs_us``: its own timing of the batch's flips and digests, per call). Which
+    figure counted goes on record.
+    """
+    small = costs_us >= SMALL_SHARE * parent.median_us
+    from_parent = not small or parent.median_us >= worker.median_us
     result.timing.setdefault("figure_from", {})[name] = "parent" if from_parent else "worker"
     return parent if from_parent else worker
+
+
+def _costs(figures: object) -> float:
+    """Per call, what the parent took off a batch for its flips and digests (microseconds)."""
+    if not isinstance(figures, dict):
+        return 0.0
+    return float(figures.get("digest_us", 0.0)) + float(figures.get("flip_us", 0.0))
 
 
 def adopt_candidate(session: Session, result: ScenarioResult, *, seeds: Sequence[int]) -> None:
@@ -81,7 +100,8 @@ def adopt_candidate(session: Session, result: ScenarioResult, *, seeds: Sequence
     if not _applies(session) or figure is None or worker is None:
         return
     _keep_worker(result, "candidate", worker)
-    result.times["candidate"] = _larger(result, "candidate", worker, figure)
+    costs = _costs(result.timing.get("wall"))
+    result.times["candidate"] = _larger(result, "candidate", worker, figure, costs)
     result.timing["figure"] = PARENT
     result.timing["figure_seeds"] = list(seeds)
 
@@ -101,7 +121,8 @@ def measure_upstreams(session: Session, result: ScenarioResult, names: Sequence[
             continue
         _keep_worker(result, name, worker)
         parent = _upstream(session, result.scenario, result, name, worker, seeds)
-        result.times[name] = _larger(result, name, worker, parent)
+        costs = _costs(result.timing["upstream_wall"][name])
+        result.times[name] = _larger(result, name, worker, parent, costs)
 
 
 def candidate_header(
@@ -116,7 +137,8 @@ def candidate_header(
     if not _applies(session) or figure is None or result.timing.get("figure") != PARENT:
         return header
     worker = TimingStats(**header["stats"]["candidate"])
-    return _replaced(header, {"candidate": _larger(result, "candidate", worker, figure)})
+    costs = _costs(result.timing.get(wall_key.removesuffix("_clock")))
+    return _replaced(header, {"candidate": _larger(result, "candidate", worker, figure, costs)})
 
 
 def upstream_header(
@@ -133,7 +155,8 @@ def upstream_header(
     for name, st in header.get("stats", {}).items():
         worker = TimingStats(**st)
         parent = _upstream(session, result.scenario, result, name, worker, seeds)
-        figures[name] = _larger(result, name, worker, parent)
+        costs = _costs(result.timing["upstream_wall"][name])
+        figures[name] = _larger(result, name, worker, parent, costs)
     return _replaced(header, figures)
 
 

@@ -150,7 +150,7 @@ def legend(ups: list[str], *, with_latency: bool, gpu: bool) -> list[str]:
     time = (
         "median time of one call in microseconds, device time (host work hidden)"
         if gpu
-        else "time of one call in microseconds, at least the harness's own clock's"
+        else "time of one call in microseconds on the harness's own clock (back to back)"
     )
     lines = [
         "columns:",

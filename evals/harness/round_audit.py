@@ -33,9 +33,9 @@ A round over the bound is timed again on new seeds; where the last of them is st
 the candidate's figures are scaled up by the factor its reports fall short by, and from
 ``fail_factor`` on the scenario fails: scaling keeps a busy host's honest round (one in 20
 beside two other runs and a busy loop came out at 1.07) from failing a run, while a forged
-clock keeps no more than the tolerance. (Since cpu_attention 19 the parent's own figure floors
-the scored one, :mod:`evals.harness.parent_figure`: a forge's scaled reports stay under it, and
-the failure still rejects a forge. Metering by the worker's CPU
+clock keeps no more than the tolerance. (Since cpu_attention 19 the scored figure is the
+parent's own, :mod:`evals.harness.parent_figure`: scaling moves only the reports the wall-clock
+check holds to, and the failure still rejects a forge. Metering by the worker's CPU
 time instead counted OpenMP threads spinning while the main thread waited for a core: honest
 kernels beside a test suite came out at up to 3.3x.)
 """

@@ -26,11 +26,11 @@ class ScenarioResult:
         failure: The first failure, or None.
         errors: Worst-case error figures over the checked input sets.
         times: Device-time stats per implementation (``candidate`` and upstream names): the
-            headline every speedup, geomean and floor uses. On a CPU target each is the
-            larger of the worker's median and the parent's figure
-            (:mod:`evals.harness.parent_figure`; ``timing['figure']`` is ``parent_floor``,
-            ``timing['figure_from']`` says which counted, ``timing['worker_us']`` keeps the
-            worker's medians).
+            headline every speedup, geomean and floor uses. On a CPU target they are the
+            parent's figures (:mod:`evals.harness.parent_figure`; ``timing['figure']`` is
+            ``parent``, ``median_us`` the fastest batch's time per call, floored by the
+            worker's median on a small call: ``timing['figure_from']``), and the worker's own
+            medians are in ``timing['worker_us']``.
         latency: Call-latency stats per implementation (host issue work included, as a
             caller sees it; display only, empty where it equals device time).
         issue: Host issue-time stats per implementation (the call's own host work).
