@@ -42,13 +42,12 @@ def test_every_speedup_is_made_of_the_parents_figures(doc):
         }
         assert timing["wall"]["figure_us"]["median_us"] == pytest.approx(timing["wall_us"])
         assert timing["upstream_wall"]["sdpa"]["batches"] >= 2
-        costs = {
-            "candidate": timing["wall"]["digest_us"] + timing["wall"]["flip_us"],
-            "sdpa": sum(timing["upstream_wall"]["sdpa"][k] for k in ("digest_us", "flip_us")),
-        }
+        # small calls are decided once, on the candidate's first batches, for both sides
+        costs = timing["wall"]["digest_us"] + timing["wall"]["flip_us"]
+        small = costs >= parent_figure.SMALL_SHARE * timing["wall"]["figure_us"]["median_us"]
+        assert timing["small_call"] == small
         for name, figure in parent.items():
             worker, kept = timing["worker_us"][name], figure["median_us"]
-            small = costs[name] >= parent_figure.SMALL_SHARE * kept  # floored by the worker
             assert times[name]["median_us"] == (max(worker, kept) if small else kept)
             took = "worker" if small and worker > kept else "parent"
             assert timing["figure_from"][name] == took

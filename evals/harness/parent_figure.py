@@ -22,7 +22,11 @@ inflates (a two-thread kernel's calls beside two CPU hogs ran at 3.5x), and taki
 of the two there let the strict re-run reject an honest kernel the other way (its fresh
 process's median 7x its first figure).
 
-The worker's figures stay in the verdict (``timing['worker_us']``, microseconds by name),
+Whether a scenario's calls are small is decided once, from the candidate's first batches, and
+holds on both sides of every speedup on it: decided per implementation, a small call's floor
+(the worker's wall-time median, which load inflates) fell on one side of a side-by-side round
+and not the other. The worker's figures stay in the verdict (``timing['worker_us']``,
+microseconds by name),
 ``timing['figure_from']`` says which figure counted for each, and ``timing['figure']`` is
 ``parent``. A GPU target keeps the device time its worker measures (the wall-clock check and
 the trace check bound it there).
@@ -45,8 +49,9 @@ PARENT = "parent"
 """``timing['figure']`` where the scenario's times are the parent's figures (on small calls,
 floored by the worker's medians)."""
 SMALL_SHARE = 0.5
-"""A call is small where the parent's own per-call costs it took off (flips and digests) are
-at least this share of the figure it kept: there the worker's median floors the figure."""
+"""A scenario's calls are small where the parent's own per-call costs it took off the
+candidate's first batches (flips and digests) are at least this share of the figure it kept:
+there the worker's median floors every implementation's figure (``timing['small_call']``)."""
 
 
 def _applies(session: Session) -> bool:
@@ -66,15 +71,15 @@ def _keep_worker(result: ScenarioResult, name: str, worker: TimingStats) -> None
 
 
 def _larger(
-    result: ScenarioResult, name: str, worker: TimingStats, parent: TimingStats, costs_us: float
+    result: ScenarioResult, name: str, worker: TimingStats, parent: TimingStats
 ) -> TimingStats:
     """``name``'s figure: the parent's, floored by the worker's median on a small call.
 
-    A small call is one where the parent took off at least :data:`SMALL_SHARE` of what it
-    kept (``costs_us``: its own timing of the batch's flips and digests, per call). Which
-    figure counted goes on record.
+    Whether the scenario's calls are small is decided once, on the candidate's first figure
+    (:func:`adopt_candidate`), and holds for every implementation and round of the scenario:
+    the same rule on both sides of every speedup. Which figure counted goes on record.
     """
-    small = costs_us >= SMALL_SHARE * parent.median_us
+    small = bool(result.timing.get("small_call"))
     from_parent = not small or parent.median_us >= worker.median_us
     result.timing.setdefault("figure_from", {})[name] = "parent" if from_parent else "worker"
     return parent if from_parent else worker
@@ -100,8 +105,11 @@ def adopt_candidate(session: Session, result: ScenarioResult, *, seeds: Sequence
     if not _applies(session) or figure is None or worker is None:
         return
     _keep_worker(result, "candidate", worker)
-    costs = _costs(result.timing.get("wall"))
-    result.times["candidate"] = _larger(result, "candidate", worker, figure, costs)
+    # the flips and digests are the same for every implementation on the scenario (the same
+    # shapes): small calls are small on both sides
+    small = _costs(result.timing.get("wall")) >= SMALL_SHARE * figure.median_us
+    result.timing["small_call"] = small
+    result.times["candidate"] = _larger(result, "candidate", worker, figure)
     result.timing["figure"] = PARENT
     result.timing["figure_seeds"] = list(seeds)
 
@@ -121,8 +129,7 @@ def measure_upstreams(session: Session, result: ScenarioResult, names: Sequence[
             continue
         _keep_worker(result, name, worker)
         parent = _upstream(session, result.scenario, result, name, worker, seeds)
-        costs = _costs(result.timing["upstream_wall"][name])
-        result.times[name] = _larger(result, name, worker, parent, costs)
+        result.times[name] = _larger(result, name, worker, parent)
 
 
 def candidate_header(
@@ -137,8 +144,7 @@ def candidate_header(
     if not _applies(session) or figure is None or result.timing.get("figure") != PARENT:
         return header
     worker = TimingStats(**header["stats"]["candidate"])
-    costs = _costs(result.timing.get(wall_key.removesuffix("_clock")))
-    return _replaced(header, {"candidate": _larger(result, "candidate", worker, figure, costs)})
+    return _replaced(header, {"candidate": _larger(result, "candidate", worker, figure)})
 
 
 def upstream_header(
@@ -155,8 +161,7 @@ def upstream_header(
     for name, st in header.get("stats", {}).items():
         worker = TimingStats(**st)
         parent = _upstream(session, result.scenario, result, name, worker, seeds)
-        costs = _costs(result.timing["upstream_wall"][name])
-        figures[name] = _larger(result, name, worker, parent, costs)
+        figures[name] = _larger(result, name, worker, parent)
     return _replaced(header, figures)
 
 
