@@ -206,7 +206,7 @@ def _record(
     result.timing[f"{name}_us"] = reading.per_call_us
     result.timing[name] = figures
     session.tally.candidate_s += sum(max(0.0, b.wall_s - b.ping_s) for b in run.batches)
-    bound = bound_us(reported, settings, reading.best_calls)
+    bound = float(figures["bound_us"])  # the same bound the record holds
     failure = judge(reading, reported, settings)
     if failure is not None and result.scenario.contract:
         withhold(result, key, failure)
