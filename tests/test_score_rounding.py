@@ -1,5 +1,6 @@
-"""The float32 score-rounding term of cpu_attention's accuracy floor: small on unit-size scores,
-grown with them on drawn ones, capped far below the outputs' size."""
+"""The float32 rounding term of cpu_attention's accuracy floor: small on unit-size scores,
+grown with them on drawn ones and with long sums over the keys, capped far below the outputs'
+size."""
 
 import math
 
@@ -29,3 +30,10 @@ def test_drawn_scores_of_tens_add_several_floors():
 def test_huge_scores_are_capped_far_below_the_values():
     assert _term(qk_std=2.0**40, scale=1.0) == _term(qk_std=10.0, scale=1.0) < 4e-4
     assert math.isfinite(_term(qk_std=2.0**40, scale=-1e8))
+
+
+def test_long_sums_over_the_keys_widen_the_floor_past_128_keys():
+    # start.cpp, summing in order, was off by 1.5e-5 v_std on a covering row of 1069 keys
+    assert _term(seqlen_k=128) == _term()
+    assert _term(seqlen_k=1069) - _term() > 3 * 1.5e-5
+    assert _term(seqlen_k=1069) < 1e-4

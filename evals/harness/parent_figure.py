@@ -12,24 +12,24 @@ kernel's count of the worker's CPU time (its busiest thread's:
 upstreams' own worker, on the same input sets (:func:`evals.harness.wall_check.upstream_figure`):
 the same batches, outputs kept and digested alike.
 
-On a small call the parent's figure is floored by the worker's median. There what the parent
-takes off a batch for its own flips and digests (timed apart, in its own process) is as large
-as what it keeps, and beside load the figure strayed low: in one CI run the start kernel read
-2.75x SDPA on a 20 us scenario that side-by-side rounds put at 0.8x, and the strict re-run
-rejected the honest kernel. A forged clock only lowers the worker's median, so the floor gives
-it nothing. On larger calls the worker's median is left out: it is wall time, which load
-inflates (a two-thread kernel's calls beside two CPU hogs ran at 3.5x), and taking the larger
-of the two there let the strict re-run reject an honest kernel the other way (its fresh
-process's median 7x its first figure).
+On a small call the parent's figure keeps the batch's flips and digests in (the gross time
+per call), for every implementation alike. There what the parent takes off a batch for its own
+flips and digests (timed apart, in its own process) is as large as what it keeps, and beside
+load the net figure strayed low: in one CI run the start kernel read 2.75x SDPA on a 20 us
+scenario that side-by-side rounds put at 0.8x, and the strict re-run rejected the honest
+kernel. The gross time subtracts nothing, so it cannot stray low; it adds the same per-call
+work to both sides of a speedup, which moves a small call's speedup towards 1 (a measured
+limit, in THREATS.md). The worker's own median never enters a figure: an earlier design
+floored small calls by it, and a forged clock, which lowers only its own worker's median,
+escaped a floor its honest twin paid (1.17x its twin in one CI run).
 
 Whether a scenario's calls are small is decided once, from the candidate's first batches, and
-holds on both sides of every speedup on it: decided per implementation, a small call's floor
-(the worker's wall-time median, which load inflates) fell on one side of a side-by-side round
-and not the other. The worker's figures stay in the verdict (``timing['worker_us']``,
-microseconds by name),
-``timing['figure_from']`` says which figure counted for each, and ``timing['figure']`` is
-``parent``. A GPU target keeps the device time its worker measures (the wall-clock check and
-the trace check bound it there).
+holds on both sides of every speedup on it: decided per implementation, one side of a
+side-by-side round took one figure and the other side the other. The worker's figures stay in
+the verdict (``timing['worker_us']``, microseconds by name), ``timing['figure_from']`` says
+which of the parent's figures counted for each (``net`` or ``gross``), and
+``timing['figure']`` is ``parent``. A GPU target keeps the device time its worker measures
+(the wall-clock check and the trace check bound it there).
 """
 
 from __future__ import annotations
@@ -46,43 +46,38 @@ from evals.harness.verdict import ScenarioResult
 __all__ = ["adopt_candidate", "candidate_header", "measure_upstreams", "upstream_header"]
 
 PARENT = "parent"
-"""``timing['figure']`` where the scenario's times are the parent's figures (on small calls,
-floored by the worker's medians)."""
+"""``timing['figure']`` where the scenario's times are the parent's figures."""
 SMALL_SHARE = 0.5
 """A scenario's calls are small where the parent's own per-call costs it took off the
 candidate's first batches (flips and digests) are at least this share of the figure it kept:
-there the worker's median floors every implementation's figure (``timing['small_call']``)."""
+there every implementation's figure is the gross time per call (``timing['small_call']``)."""
 
 
 def _applies(session: Session) -> bool:
     return session.target.device == "cpu" and session.upstreams is not None
 
 
-def _figure(result: ScenarioResult, wall_key: str) -> TimingStats | None:
+def _figure(result: ScenarioResult, wall_key: str, *, gross: bool = False) -> TimingStats | None:
     """The candidate's figure from the wall-clock check named ``wall_key``, if it ran."""
     figures = result.timing.get(wall_key.removesuffix("_clock"))
-    if not isinstance(figures, dict) or "figure_us" not in figures:
+    key = "gross_us" if gross else "figure_us"
+    if not isinstance(figures, dict) or key not in figures:
         return None
-    return TimingStats(**figures["figure_us"])
+    return TimingStats(**figures[key])
+
+
+def _small(result: ScenarioResult) -> bool:
+    return bool(result.timing.get("small_call"))
 
 
 def _keep_worker(result: ScenarioResult, name: str, worker: TimingStats) -> None:
     result.timing.setdefault("worker_us", {})[name] = worker.median_us
 
 
-def _larger(
-    result: ScenarioResult, name: str, worker: TimingStats, parent: TimingStats
-) -> TimingStats:
-    """``name``'s figure: the parent's, floored by the worker's median on a small call.
-
-    Whether the scenario's calls are small is decided once, on the candidate's first figure
-    (:func:`adopt_candidate`), and holds for every implementation and round of the scenario:
-    the same rule on both sides of every speedup. Which figure counted goes on record.
-    """
-    small = bool(result.timing.get("small_call"))
-    from_parent = not small or parent.median_us >= worker.median_us
-    result.timing.setdefault("figure_from", {})[name] = "parent" if from_parent else "worker"
-    return parent if from_parent else worker
+def _counted(result: ScenarioResult, name: str, figure: TimingStats) -> TimingStats:
+    """``name``'s figure, with which of the parent's figures it is on record."""
+    result.timing.setdefault("figure_from", {})[name] = "gross" if _small(result) else "net"
+    return figure
 
 
 def _costs(figures: object) -> float:
@@ -93,7 +88,7 @@ def _costs(figures: object) -> float:
 
 
 def adopt_candidate(session: Session, result: ScenarioResult, *, seeds: Sequence[int]) -> None:
-    """The candidate's times become the larger of its own and its wall-clock check's (CPU).
+    """The candidate's times become its wall-clock check's figure (CPU targets).
 
     Args:
         session: The run.
@@ -109,13 +104,15 @@ def adopt_candidate(session: Session, result: ScenarioResult, *, seeds: Sequence
     # shapes): small calls are small on both sides
     small = _costs(result.timing.get("wall")) >= SMALL_SHARE * figure.median_us
     result.timing["small_call"] = small
-    result.times["candidate"] = _larger(result, "candidate", worker, figure)
+    if small:
+        figure = _figure(result, "wall_clock", gross=True) or figure
+    result.times["candidate"] = _counted(result, "candidate", figure)
     result.timing["figure"] = PARENT
     result.timing["figure_seeds"] = list(seeds)
 
 
 def measure_upstreams(session: Session, result: ScenarioResult, names: Sequence[str]) -> None:
-    """Each upstream's times become the larger of its own and its batches', as the candidate's.
+    """Each upstream's times become its batches' figure, taken as the candidate's.
 
     Raises:
         WorkerFailure: ``harness_error``: the upstreams' worker failed.
@@ -129,28 +126,27 @@ def measure_upstreams(session: Session, result: ScenarioResult, names: Sequence[
             continue
         _keep_worker(result, name, worker)
         parent = _upstream(session, result.scenario, result, name, worker, seeds)
-        result.times[name] = _larger(result, name, worker, parent)
+        result.times[name] = _counted(result, name, parent)
 
 
 def candidate_header(
     session: Session, result: ScenarioResult, header: dict[str, Any], *, wall_key: str
 ) -> dict[str, Any]:
-    """A re-time's candidate answer with the larger figure in place (CPU targets).
+    """A re-time's candidate answer with the parent's figure in place (CPU targets).
 
     ``header['worker_stats']`` keeps the worker's own; ``wall_key`` names the check that
     held this round to the parent's clock.
     """
-    figure = _figure(result, wall_key)
+    figure = _figure(result, wall_key, gross=_small(result))
     if not _applies(session) or figure is None or result.timing.get("figure") != PARENT:
         return header
-    worker = TimingStats(**header["stats"]["candidate"])
-    return _replaced(header, {"candidate": _larger(result, "candidate", worker, figure)})
+    return _replaced(header, {"candidate": _counted(result, "candidate", figure)})
 
 
 def upstream_header(
     session: Session, result: ScenarioResult, header: dict[str, Any], *, seeds: Sequence[int]
 ) -> dict[str, Any]:
-    """A re-time's upstream answer with each upstream's larger figure in place (CPU targets).
+    """A re-time's upstream answer with each upstream's parent figure in place (CPU targets).
 
     Raises:
         WorkerFailure: ``harness_error``: the upstreams' worker failed.
@@ -161,7 +157,7 @@ def upstream_header(
     for name, st in header.get("stats", {}).items():
         worker = TimingStats(**st)
         parent = _upstream(session, result.scenario, result, name, worker, seeds)
-        figures[name] = _larger(result, name, worker, parent)
+        figures[name] = _counted(result, name, parent)
     return _replaced(header, figures)
 
 
@@ -174,7 +170,13 @@ def _upstream(
     seeds: Sequence[int],
 ) -> TimingStats:
     return wall_check.upstream_figure(
-        session, scenario, result, name, reported=worker.median_us, seeds=seeds
+        session,
+        scenario,
+        result,
+        name,
+        reported=worker.median_us,
+        seeds=seeds,
+        gross=_small(result),
     )
 
 

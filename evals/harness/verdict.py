@@ -28,9 +28,9 @@ class ScenarioResult:
         times: Device-time stats per implementation (``candidate`` and upstream names): the
             headline every speedup, geomean and floor uses. On a CPU target they are the
             parent's figures (:mod:`evals.harness.parent_figure`; ``timing['figure']`` is
-            ``parent``, ``median_us`` the fastest batch's time per call, floored by the
-            worker's median on a small call: ``timing['figure_from']``), and the worker's own
-            medians are in ``timing['worker_us']``.
+            ``parent``, ``median_us`` the fastest batch's time per call, with the batch's
+            flips and digests left in on a small call: ``timing['figure_from']``), and the
+            worker's own medians are in ``timing['worker_us']``.
         latency: Call-latency stats per implementation (host issue work included, as a
             caller sees it; display only, empty where it equals device time).
         issue: Host issue-time stats per implementation (the call's own host work).

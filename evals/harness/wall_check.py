@@ -241,6 +241,7 @@ def _reading(session: Session, run: _Run, reported: float) -> tuple[Reading, dic
         "flip_us": max(b.flip_s / b.calls for b in batches) * 1e6,
         "meter": "worker_cpu" if isinstance(run.plan.meter, CpuMeter) else "parent_wall",
         "figure_us": figure_stats(reading).to_json(),
+        "gross_us": figure_stats(reading, gross=True).to_json(),
     }
 
 
@@ -252,6 +253,7 @@ def upstream_figure(
     *,
     reported: float,
     seeds: Sequence[int],
+    gross: bool = False,
 ) -> TimingStats:
     """Upstream ``name``'s time per call on the parent's clock, by the candidate's method.
 
@@ -266,6 +268,7 @@ def upstream_figure(
         name: The upstream.
         reported: The upstream's own timed median, microseconds (for the record).
         seeds: The input seeds of the timing round it is measured beside.
+        gross: Whether the figure keeps the batches' flips and digests in (small calls).
 
     Raises:
         WorkerFailure: ``harness_error``: the upstreams' worker failed (never the candidate's).
@@ -280,7 +283,7 @@ def upstream_figure(
     del figures["bound_us"]  # nothing is judged
     result.timing.setdefault("upstream_wall", {})[name] = {**figures, "reported_us": reported}
     session.tally.upstream_s += sum(max(0.0, b.wall_s - b.ping_s) for b in run.batches)
-    return figure_stats(reading)
+    return figure_stats(reading, gross=gross)
 
 
 def withhold(result: ScenarioResult, key: str, failure: Failure) -> None:

@@ -93,6 +93,10 @@ class Batch:
         spent = self.wall_s - ping_s - self.digest_s - self.flip_s
         return max(0.0, spent) / self.calls * 1e6
 
+    def gross_us(self, ping_s: float) -> float:
+        """Microseconds per call with ``ping_s`` (seconds) alone taken off (flips, digests in)."""
+        return max(0.0, self.wall_s - ping_s) / self.calls * 1e6
+
 
 @dataclass(frozen=True)
 class Reading:
@@ -106,6 +110,8 @@ class Reading:
         worker_us: The worker's own per-call figure in that batch (for the record only).
         figures_us: The per-call figure of each batch that counted, microseconds (on a CPU
             target their summary is the time every speedup uses: :func:`figure_stats`).
+        gross_us: Each counted batch's per-call time with the flips and digests left in,
+            microseconds (a CPU target's figure on small calls).
     """
 
     per_call_us: float
@@ -115,6 +121,7 @@ class Reading:
     best_calls: int
     worker_us: float
     figures_us: tuple[float, ...] = ()
+    gross_us: tuple[float, ...] = ()
 
     def to_json(self) -> dict[str, float | int]:
         """JSON form (microseconds and counts)."""
@@ -150,16 +157,21 @@ def read(batches: Sequence[Batch], *, planned: int = 0) -> Reading:
         best_calls=best.calls,
         worker_us=best.worker_s / best.calls * 1e6,
         figures_us=tuple(b.per_call_us(ping) for b in counted),
+        gross_us=tuple(b.gross_us(ping) for b in counted),
     )
 
 
-def figure_stats(reading: Reading) -> TimingStats:
+def figure_stats(reading: Reading, *, gross: bool = False) -> TimingStats:
     """The parent's time per call over the batches that counted, as timing stats.
 
     ``median_us`` carries U, the fastest batch's per-call time (noise only adds time, and a
     batch of a few calls is noisy: the median of a slow kernel's batches of two calls came out
     35% above their fastest); the rest summarise the batches (``n``: their number).
+    ``gross``: the batches' times with the flips and digests left in (``median_us`` their
+    fastest).
     """
+    if gross and reading.gross_us:
+        return dataclasses.replace(summarize(reading.gross_us), median_us=min(reading.gross_us))
     spread = summarize(reading.figures_us or (reading.per_call_us,))
     return dataclasses.replace(spread, median_us=reading.per_call_us)
 

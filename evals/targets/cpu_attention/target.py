@@ -54,6 +54,9 @@ NAMESPACE = "kernelseek"
 SCORE_CAP = 10.0
 """Largest ``|scale| qk_std^2`` the score-rounding term grows with (the term then stays below
 6.2e-4 v_std at d 256; the draws start.cpp failed had 1.5 to 2.6)."""
+LONG_SUM_FROM = 128
+"""Keys up to which the fixed float32 floor covers the values' sum in order; each key past it
+adds float32's unit roundoff to the rounding term."""
 ENTRY_POINT = "attention_forward"
 SCHEMA = (
     "attention_forward(Tensor q, Tensor k, Tensor v, bool causal, float softmax_scale) -> Tensor"
@@ -209,18 +212,24 @@ class CpuAttention(Target):
         return replace(scenario, params=params), cut_heads(inputs, kv, group)
 
     def score_rounding(self, scenario: Scenario) -> float:
-        """``4 u d min(|scale| qk_std^2, SCORE_CAP) v_std``, ``u`` float32's unit roundoff.
+        """``u (4 d min(|scale| qk_std^2, SCORE_CAP) + max(0, seqlen_k - 128)) v_std``.
 
-        A float32 dot product of q and k over ``d`` elements, summed in order, is off by
-        about ``u d |scale| qk_std^2``, and a score error moves the output by up to the
-        values' spread (a few ``v_std``). Drawn scenarios reach scores of tens where the fixed
-        ones have unit size: an honest kernel summing in order exceeded the rule there (6 of
-        13500 outputs of start.cpp, by up to 3.2x). Capped: far larger scores saturate the
-        softmax, and the term must stay far below the outputs' own size.
+        ``u`` is float32's unit roundoff. A float32 dot product of q and k over ``d``
+        elements, summed in order, is off by about ``u d |scale| qk_std^2``, and a score error
+        moves the output by up to the values' spread (a few ``v_std``). Drawn scenarios reach
+        scores of tens where the fixed ones have unit size: an honest kernel summing in order
+        exceeded the rule there (6 of 13500 outputs of start.cpp, by up to 3.2x). Capped: far
+        larger scores saturate the softmax, and the term must stay far below the outputs' own
+        size. The weighted sum of the values over ``seqlen_k`` keys, summed in order, is off
+        by up to ``u seqlen_k`` times the values' size, which the fixed floor (1e-5, about
+        168 u) covers up to the random draws' lengths: on a covering row of 1069 keys
+        start.cpp's output was off by 1.5e-5 v_std (SDPA sums in blocks). Keys past 128 add
+        ``u`` each.
         """
         s = self.shape(scenario)
         spread = min(abs(s.softmax_scale) * s.qk_std**2, SCORE_CAP)
-        return 4.0 * 2.0**-24 * s.head_dim * spread * s.v_std
+        keys = max(0, s.seqlen_k - LONG_SUM_FROM)
+        return 2.0**-24 * (4.0 * s.head_dim * spread + keys) * s.v_std
 
     def value_scale(self, scenario: Scenario) -> float:
         """The scenario's ``v_std``."""
