@@ -56,6 +56,14 @@ def ratio(forged: Verdict, twin: Verdict, of: str) -> tuple[float, int]:
     return (math.exp(sum(logs) / len(logs)) if logs else math.nan), len(shared)
 
 
+def _first_failure(verdict: Verdict) -> str | None:
+    """``scenario: code: reason`` of the verdict's first failure, or None (the record's why)."""
+    for result in verdict.results:
+        if result.failure is not None:
+            return f"{result.scenario.id}: {result.failure.code}: {result.failure.reason}"
+    return None if verdict.failure is None else f"{verdict.failure.code}: {verdict.failure.reason}"
+
+
 def main(argv: list[str]) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -73,6 +81,7 @@ def main(argv: list[str]) -> int:
                 for k in (forged, twin)
             ]
             line: dict[str, object] = {"seed": seed, "status": [v.status for v in verdicts]}
+            line["failures"] = [_first_failure(v) for v in verdicts]
             if all(v.status == "ok" for v in verdicts):
                 worker, n = ratio(*verdicts, of="worker")
                 line |= {"scenarios": n, "worker_forged_over_twin": worker,
