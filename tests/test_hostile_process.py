@@ -206,27 +206,45 @@ def test_a_forged_clock_within_every_bound_gains_nothing_on_the_cpu(tmp_path, mo
     # issue 40: a clock forged no further than the round audit scales and the wall-clock check
     # allows (before: 1.38x and 1.87x its honest twin, exit 0). The worker's figures still show
     # the forge; every speedup's time is the parent's (evals/harness/parent_figure.py), for
-    # the upstream too, so the forged kernel's times match its twin's, scored on the same seed
+    # the upstream too, so the forged kernel's times match its twin's, scored on the same seed.
+    # Each is benched twice, in turn, and each scenario's best time counts: one run beside
+    # load strayed 0.82x its twin's with no forge taking part
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     forged, twin = variants(tmp_path, Fraction(5, 7))  # benchmarks/cpu_forge_gain.py
-    verdicts = [
+    runs = [
         evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke", seed=11))
-        for kernel in (forged, twin)
+        for kernel in (forged, twin, forged, twin)
     ]
-    forged_verdict, twin_verdict = verdicts
-    assert twin_verdict.status == "ok", _failures(twin_verdict)
-    if forged_verdict.status == "failed":  # a busy host can push it over a bound: rejected
-        first = _failures(forged_verdict)[0]
+    for verdict in runs[1::2]:
+        assert verdict.status == "ok", _failures(verdict)
+    if any(v.status == "failed" for v in runs[::2]):  # a busy host can push it over a bound
+        first = _failures(next(v for v in runs[::2] if v.status == "failed"))[0]
         assert first.code == Code.TIMING_MISMATCH, first
         return
-    for verdict in verdicts:
-        assert verdict.status == "ok", _failures(verdict)
+    for verdict in runs:
         timed = [r for r in verdict.results if "candidate" in r.times]
         assert timed and all(r.timing["figure"] == "parent" for r in timed)
-    worker, shared = ratio(*verdicts, of="worker")
-    figure, _ = ratio(*verdicts, of="figure")
+    worker, shared = _best_ratio(runs, of="worker")
+    figure, _ = _best_ratio(runs, of="figure")
     assert shared >= 5
     assert worker < 0.9, f"the forge did not take: the worker's own figures at {worker:.2f}x"
-    # the worker's figures (what counted before): 0.83x and 0.77x the twin's, two seeds here;
-    # the parent's 1.08x and 0.96x. Noise is the rest of the margin
+    # single runs (benchmarks/cpu_forge_gain.py, seeds 11-15, beside a full test run): the
+    # worker's figures 0.68-0.86x the twin's (what counted before), the parent's 0.82-1.06x
     assert figure > 1 / 1.15, f"a forged clock gained {1 / figure:.2f}x (worker: {1 / worker:.2f}x)"
+
+
+def _best_ratio(runs: list, *, of: str) -> tuple[float, int]:
+    """``ratio`` of the forge over its twin, each scenario's best time over its runs counted
+    (``runs``: forged, twin, forged, twin)."""
+    forged, twin = runs[0], runs[1]
+    for extra, into in ((runs[2], forged), (runs[3], twin)):
+        best = {r.scenario.id: r for r in extra.results if "candidate" in r.times}
+        for r in into.results:
+            other = best.get(r.scenario.id)
+            if other is None or "candidate" not in r.times:
+                continue
+            if other.times["candidate"].median_us < r.times["candidate"].median_us:
+                r.times["candidate"] = other.times["candidate"]
+            ours, theirs = r.timing["worker_us"], other.timing["worker_us"]
+            ours["candidate"] = min(ours["candidate"], theirs["candidate"])
+    return ratio(forged, twin, of=of)
