@@ -39,10 +39,7 @@ def test_every_speedup_is_made_of_the_parents_figures(doc):
         # own batches' in its own worker; the gross one (flips and digests in) on small calls
         small = timing["small_call"]
         key = "gross_us" if small else "figure_us"
-        parent = {
-            "candidate": timing["wall"][key],
-            "sdpa": timing["upstream_wall"]["sdpa"][key],
-        }
+        records = {"candidate": timing["wall"], "sdpa": timing["upstream_wall"]["sdpa"]}
         assert timing["wall"]["figure_us"]["median_us"] == pytest.approx(timing["wall_us"])
         assert timing["upstream_wall"]["sdpa"]["batches"] >= 2
         # small calls are decided once, on the candidate's first batches, for both sides
@@ -50,13 +47,11 @@ def test_every_speedup_is_made_of_the_parents_figures(doc):
         assert small == (
             costs >= parent_figure.SMALL_SHARE * timing["wall"]["figure_us"]["median_us"]
         )
-        for name, figure in parent.items():
-            assert times[name]["median_us"] == figure["median_us"]
+        for name, record in records.items():
+            assert times[name]["median_us"] == record[key]["median_us"]
             assert timing["figure_from"][name] == ("gross" if small else "net")
             # the gross time is the net one with the batch's own flips and digests in
-            gross = timing["wall" if name == "candidate" else "upstream_wall"]
-            gross = gross if name == "candidate" else gross[name]
-            assert gross["gross_us"]["median_us"] >= gross["figure_us"]["median_us"]
+            assert record["gross_us"]["median_us"] >= record["figure_us"]["median_us"]
         ratio = times["sdpa"]["median_us"] / times["candidate"]["median_us"]
         assert s["speedup"]["sdpa"] == pytest.approx(ratio)
         # the worker's own figures stay on record, apart from the figure
