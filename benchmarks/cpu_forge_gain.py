@@ -23,7 +23,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from evals.harness import RunSettings, evaluate
-from evals.harness.verdict import ScenarioResult, Verdict
+from evals.harness.verdict.record import ScenarioResult, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 FORGE = ROOT / "tests" / "cheats" / "cpu_attention" / "timer_forge.cpp"

@@ -1,7 +1,7 @@
 """Validate the harness's device time on a Hopper GPU and print the comparison tables.
 
 Two checks on every scenario of a fa3_hopper suite (default: dev), with the harness's own
-timing loop (``evals.harness.timing.measure``) and timer (``CudaEventTimer``):
+timing loop (``evals.harness.measurement.timing.measure``) and timer (``CudaEventTimer``):
 
 - **Invariance**: FA3 as it is and FA3 wrapped with ``--host-us`` (200) microseconds of extra
   host work before each call give the same device time (within 2%), while their call latency
@@ -29,10 +29,10 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from evals.harness.gpu import CudaEventTimer, describe_cuda_device
-from evals.harness.scenarios import Scenario
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.measurement.gpu import CudaEventTimer, describe_cuda_device
+from evals.harness.measurement.timing import TimingSettings, measure
 from evals.harness.targets import get_target
-from evals.harness.timing import TimingSettings, measure
 
 INVARIANCE_TOLERANCE = 0.02
 AGREEMENT_REL, AGREEMENT_ABS_US = 0.03, 5.0

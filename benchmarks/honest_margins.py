@@ -40,9 +40,9 @@ def worst_ratio(kernel: Path, seeds: int, suite: str) -> dict[str, object]:
     """
     import torch
 
-    from evals.harness.build import build
-    from evals.harness.contract_draw import drawn_scenarios
-    from evals.harness.session import check_output, expected
+    from evals.harness.building.build import build
+    from evals.harness.contract.contract_draw import drawn_scenarios
+    from evals.harness.judging.session import check_output, expected
     from evals.harness.targets import get_target
 
     target = get_target(TARGET)

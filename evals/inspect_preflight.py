@@ -158,7 +158,7 @@ def gpu_problem(target: str, sandbox: str) -> str | None:
     if TARGETS[target].device != "gpu" or sandbox == "k8s":
         return None
     if sandbox == "local":
-        from evals.harness.environment import environment_fault  # imports torch
+        from evals.harness.pipeline.environment import environment_fault  # imports torch
         from evals.harness.targets import get_target
 
         fault = environment_fault(get_target(target), building=True)

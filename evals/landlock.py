@@ -10,7 +10,7 @@ its private fresh folder (the profiler's trace export, temporary files), one for
 files the CUDA driver writes to; the build cache, the installed packages (a ``.pth``
 file would run in every later Python process), the harness and everything else stay as they
 were. Reading is not restricted. Where the kernel lacks Landlock the record says so and the
-parent's footprint check (:mod:`evals.harness.footprint`) is what remains.
+parent's footprint check (:mod:`evals.harness.sandbox.footprint`) is what remains.
 """
 
 from __future__ import annotations

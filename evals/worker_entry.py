@@ -17,7 +17,7 @@ from evals.landlock import restrict_writes
 
 WORKER_DIR_ENV = "KERNELSEEK_WORKER_DIR"
 """The worker's private fresh folder, the only one its candidate may write to."""
-SANDBOX_ENV = "KERNELSEEK_SANDBOX"  # as in evals.harness.os_sandbox (not imported: torch)
+SANDBOX_ENV = "KERNELSEEK_SANDBOX"  # as in evals.harness.sandbox.os_sandbox (not imported: torch)
 
 
 def confine(argv: list[str]) -> str:

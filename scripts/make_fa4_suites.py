@@ -39,8 +39,9 @@ def derive_draw() -> dict:
     space["dtype"] = {"choice": list(DTYPES)}
     space["head_dim"] = {"choice": [d for d in space["head_dim"]["choice"] if d <= MAX_HEAD_DIM]}
     about = (
-        "Contract scenarios each run draws from its seed (evals/harness/contract_draw.py). "
-        "fa3_hopper's space (see its draw.json) less fp8 and head dims above 128, as "
+        "Contract scenarios each run draws from its seed "
+        "(evals/harness/contract/contract_draw.py). fa3_hopper's space (see its draw.json) less "
+        "fp8 and head dims above 128, as "
         "kernels/fa4_blackwell/CONTRACT.md allows; written by scripts/make_fa4_suites.py."
     )
     return {**doc, "target": "fa4_blackwell", "about": about, "space": space}

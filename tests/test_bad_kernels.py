@@ -5,7 +5,7 @@ import json
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate
-from evals.harness.judge_suite import FAIL_FAST_CODES
+from evals.harness.judging.judge_suite import FAIL_FAST_CODES
 from tests.helpers import CPU_KERNELS, run_harness
 
 CASES = [
@@ -88,7 +88,7 @@ def test_build_error_exits_1_with_reason_in_output_and_json(tmp_path):
 def test_compiler_paths_name_the_users_file_wherever_the_cache_lives(tmp_path):
     # a long cache path puts the cache's copy mid-line in the compile command, where the
     # log's trimming of long lines used to cut it before it could be named as the user's file
-    from evals.harness.build import build
+    from evals.harness.building.build import build
     from evals.harness.targets import get_target
 
     cache = tmp_path / ("deep-" * 30) / "cache"

@@ -2,7 +2,7 @@ import dataclasses
 import shutil
 
 from evals.harness import Code, get_target
-from evals.harness.build import build, build_key, trim_log
+from evals.harness.building.build import build, build_key, trim_log
 from tests.helpers import CPU_KERNELS, START_CPU
 
 
@@ -73,7 +73,7 @@ def test_a_broken_build_environment_is_not_cached_as_a_compiler_error(tmp_path, 
 
 
 def test_the_build_key_names_the_toolchain():
-    from evals.harness.build import toolchain
+    from evals.harness.building.build import toolchain
 
     found = toolchain(False)
     assert found["c++"] and "/" in found["c++"]  # a path and its version line

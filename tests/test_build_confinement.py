@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate, get_target
-from evals.harness.build import build
-from evals.harness.confine import confined_argv
-from evals.harness.footprint import Watch
-from evals.harness.worker_client import WorkerClient
+from evals.harness.building.build import build
+from evals.harness.sandbox.confine import confined_argv
+from evals.harness.sandbox.footprint import Watch
+from evals.harness.worker_link.worker_client import WorkerClient
 from tests.helpers import ROOT
 
 PLANT = ROOT / "tests" / "cheats" / "cpu_attention" / "build_time_plant.cpp"
@@ -81,7 +81,7 @@ def test_the_confinement_launcher_refuses_writes_elsewhere_and_sockets(tmp_path)
 ESCAPE = textwrap.dedent(
     """
     import os, sys, time
-    from evals.harness.process_tree import become_subreaper, children, reap_strays
+    from evals.harness.sandbox.process_tree import become_subreaper, children, reap_strays
     assert become_subreaper()
     r, w = os.pipe()
     if os.fork() == 0:          # the build child
@@ -109,7 +109,7 @@ def test_a_process_that_escaped_its_session_is_found_and_killed():
 
 
 def test_a_harness_called_in_process_leaves_its_hosts_children_alone():
-    from evals.harness.process_tree import reap_strays
+    from evals.harness.sandbox.process_tree import reap_strays
 
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -154,8 +154,8 @@ def test_a_build_child_that_fails_after_reading_the_candidate_is_its_build_error
 def test_a_changed_start_up_file_is_the_candidates_unless_it_could_not_write(
     tmp_path, monkeypatch, confined, code
 ):
-    from evals.harness import footprint
-    from evals.harness.verdict import Verdict
+    from evals.harness.sandbox import footprint
+    from evals.harness.verdict.record import Verdict
 
     site = tmp_path / "site-packages"
     site.mkdir()

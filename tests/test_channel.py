@@ -5,7 +5,7 @@ import time
 import pytest
 import torch
 
-from evals.harness import channel
+from evals.harness.worker_link import channel
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate, get_target
-from evals.harness.verdict import geomean
+from evals.harness.verdict.record import geomean
 from tests.helpers import CPU_KERNELS, ROOT, START_CPU, check_held, failures_of
 
 CHEATS = ROOT / "tests" / "cheats" / "cpu_attention"

@@ -11,9 +11,9 @@ import random
 
 import pytest
 
-from evals.harness.contract_cover import covering_rows, uncovered
-from evals.harness.contract_draw import contract_path, draw_path, drawn_scenarios
-from evals.harness.contract_spec import (
+from evals.harness.contract.contract_cover import covering_rows, uncovered
+from evals.harness.contract.contract_draw import contract_path, draw_path, drawn_scenarios
+from evals.harness.contract.contract_spec import (
     ContractSpec,
     inside,
     load_contract,

@@ -4,14 +4,14 @@
 or 2) never try; ``long_keys_truncated.cpp`` only past 256 keys, which neither they (130 at
 most) nor the fixed smoke scenarios reach; ``decode_d128_half.cpp`` only for a single query
 row at head dim 128, which they reach by chance. The covering set pins every pair of classes
-in every run (:mod:`evals.harness.contract_cover`), so each of five seeds' ``check`` rejects
-each of them, and on a covering scenario.
+in every run (:mod:`evals.harness.contract.contract_cover`), so each of five seeds' ``check``
+rejects each of them, and on a covering scenario.
 """
 
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate, get_target
-from evals.harness.contract_draw import drawn_scenarios
+from evals.harness.contract.contract_draw import drawn_scenarios
 from tests.helpers import ROOT
 
 CHEATS = ROOT / "tests" / "cheats" / "cpu_attention"

@@ -15,10 +15,12 @@ import json
 import os
 import threading
 
-from evals.harness import Code, baseline_prebuild, runner
-from evals.harness import judge_locked as locked
-from evals.harness.device_lock import LOCK_DIR_ENV, device_lock
-from evals.harness.runner import RunSettings, evaluate
+from evals.harness import Code
+from evals.harness.building import baseline_prebuild
+from evals.harness.judging import judge_locked as locked
+from evals.harness.pipeline import runner
+from evals.harness.pipeline.device_lock import LOCK_DIR_ENV, device_lock
+from evals.harness.pipeline.runner import RunSettings, evaluate
 from tests.helpers import START_CPU, failures_of
 
 SCENARIO = "smoke-fp32-d64-s128-h4-full"

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import torch
 
 from evals.harness import Code, RunSettings, evaluate, get_target
-from evals.harness.cpu_ceilings import CPU_FLOOR_HEADROOM, measure_cpu_ceilings
-from evals.harness.gpu import Ceilings
-from evals.harness.judge_time import _plausible
-from evals.harness.verdict import ScenarioResult
+from evals.harness.judging.judge_time import _plausible
+from evals.harness.measurement.cpu_ceilings import CPU_FLOOR_HEADROOM, measure_cpu_ceilings
+from evals.harness.measurement.gpu import Ceilings
+from evals.harness.verdict.record import ScenarioResult
 from tests.helpers import START_CPU, failures_of
 
 

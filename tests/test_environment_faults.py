@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from evals.harness import Code
-from evals.harness.environment import environment_fault
+from evals.harness.pipeline.environment import environment_fault
 from evals.harness.targets import get_target
 from tests.helpers import ROOT, START_CPU, run_harness
 
@@ -105,7 +105,7 @@ def test_a_full_disk_while_building_is_the_machines_fault_not_the_kernels(tmp_pa
 
 
 def test_a_kernel_that_says_the_disk_is_full_is_still_its_own_build_error():
-    from evals.harness.build import SOURCE, _disk_full
+    from evals.harness.building.build import SOURCE, _disk_full
 
     said = (f"{SOURCE}:3:2: error: #error No space left on device\n"
             "    3 | #error No space left on device\n      |  ^~~~~\n")

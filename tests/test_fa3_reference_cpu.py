@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from evals.harness.failures import Code
-from evals.harness.guards import InputGuard
+from evals.harness.verdict.failures import Code
+from evals.harness.verification.guards import InputGuard
 from evals.targets.fa3_hopper import problem
 from evals.targets.fa3_hopper.problem import Fa3Params
 
@@ -38,7 +38,7 @@ def params(**kw):
 def _drawn(suite, seed):
     """(target, scenario, params, CPU inputs) of each contract scenario drawn for ``suite``."""
     from evals.harness import get_target
-    from evals.harness.contract_draw import drawn_scenarios
+    from evals.harness.contract.contract_draw import drawn_scenarios
 
     target = get_target("fa3_hopper")
     for scenario in drawn_scenarios(target, suite, seed):

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from evals.harness import get_target
-from evals.harness.attention import reference_attention
-from evals.harness.gpu import Ceilings
+from evals.harness.measurement.gpu import Ceilings
+from evals.harness.targets.attention import reference_attention
 from evals.targets.fa3_hopper import problem
 from evals.targets.fa3_hopper.problem import Fa3Params
 

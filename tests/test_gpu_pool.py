@@ -290,7 +290,7 @@ def test_a_pool_busy_past_the_timeout_is_the_environments_fault(pool, monkeypatc
 
 
 def test_a_gpu_with_a_uuid_is_named_by_it_and_the_worker_keeps_the_order():
-    from evals.harness.hygiene import clean_environment
+    from evals.harness.sandbox.hygiene import clean_environment
 
     assert Gpu(index=2, uuid="GPU-abc").env() == {"CUDA_VISIBLE_DEVICES": "GPU-abc"}
     env = Gpu(index=2, uuid=None).env()

@@ -38,7 +38,7 @@ def test_every_honest_kernel_stays_well_inside_the_rule(capsys):
 def _drawn_count():
     """The scenarios seeds 0 .. 39 draw for the full suite: 8 random each, and each's covering
     set."""
-    from evals.harness.contract_draw import drawn_scenarios
+    from evals.harness.contract.contract_draw import drawn_scenarios
     from evals.harness.targets import get_target
 
     target = get_target("cpu_attention")

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cpu_forge_gain import ratio, variants
-from evals.harness import Code, RunSettings, evaluate, wall_verify
-from evals.harness.verdict import Verdict
+from evals.harness import Code, RunSettings, evaluate
+from evals.harness.clock_checks import wall_verify
+from evals.harness.verdict.record import Verdict
 from tests.helpers import BUILD_CACHE, ROOT
 
 CHEATS = ROOT / "tests" / "cheats" / "cpu_attention"
@@ -83,7 +84,7 @@ def test_a_forged_clock_inside_the_wall_clock_checks_tolerance_fails_the_round_a
 ):
     # the same forge at a third of the pace: inside the wall-clock check's 2.5x it was accepted
     # in about half the runs; the parent's clock on its timing rounds, less the same rounds
-    # with no kernel, holds its reports to 1.25x (evals/harness/round_audit.py)
+    # with no kernel, holds its reports to 1.25x (evals/harness/clock_checks/round_audit.py)
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     source = (CHEATS / "timer_forge.cpp").read_text()
     assert source.count("* 5 / 6") == 2 and source.count("kBackToBackNs = 12000") == 1
@@ -205,8 +206,8 @@ def test_write_escape_is_a_sandbox_violation_where_files_are_writable(tmp_path, 
 def test_a_forged_clock_within_every_bound_gains_nothing_on_the_cpu(tmp_path, monkeypatch):
     # issue 40: a clock forged no further than the round audit scales and the wall-clock check
     # allows (before: 1.38x and 1.87x its honest twin, exit 0). The worker's figures still show
-    # the forge; every speedup's time is the parent's (evals/harness/parent_figure.py), for
-    # the upstream too, so the forged kernel's times match its twin's, scored on the same seed.
+    # the forge; every speedup's time is the parent's (evals/harness/measurement/parent_figure.py),
+    # for the upstream too, so the forged kernel's times match its twin's, scored on the same seed.
     # Each is benched twice, in turn, and each scenario's best time counts: one run beside
     # load strayed 0.82x its twin's with no forge taking part
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)

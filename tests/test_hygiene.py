@@ -5,8 +5,8 @@ import json
 import os
 
 from evals.harness import get_target
-from evals.harness.hygiene import clean_environment, verify_install
-from evals.harness.worker_client import WorkerClient
+from evals.harness.sandbox.hygiene import clean_environment, verify_install
+from evals.harness.worker_link.worker_client import WorkerClient
 from tests.helpers import ROOT, START_CPU, run_harness
 
 
@@ -77,7 +77,7 @@ def test_workers_of_check_and_bench_find_the_harness_on_a_host_where_it_is_not_i
 ):
     # check and bench keep the caller's environment, but the worker runs with ``python -P``:
     # with PYTHONPATH holding only other folders it must still find ``evals`` (last on the path)
-    from evals.harness.hygiene import package_root
+    from evals.harness.sandbox.hygiene import package_root
 
     client = WorkerClient(get_target("cpu_attention"), None, tmp_path / "log")
     env = client.environment({"PATH": "/usr/bin", "PYTHONPATH": "/tmp/site"})

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from evals.harness.compile_command import CompileCommand, read_compile_command
-from evals.harness.include_scan import included_headers, parse_header_tree, spell
-from evals.harness.symbol_rules import (
+from evals.harness.building.compile_command import CompileCommand, read_compile_command
+from evals.harness.static.include_scan import included_headers, parse_header_tree, spell
+from evals.harness.static.symbol_rules import (
     COMMON_ALLOWED_SYMBOLS,
     CUDA_ALLOWED_SYMBOLS,
     OPENMP_ALLOWED_SYMBOLS,
     first_unallowed,
     qualified_name,
 )
-from evals.harness.syscalls import syscall_instructions
+from evals.harness.static.syscalls import syscall_instructions
 
 CPU = COMMON_ALLOWED_SYMBOLS + OPENMP_ALLOWED_SYMBOLS
 GPU = COMMON_ALLOWED_SYMBOLS + CUDA_ALLOWED_SYMBOLS

@@ -3,8 +3,8 @@
 It returns garbage from the timed calls (fast, and honestly timed as fast), then, when the
 parent fetches the outputs it chose, makes the right ones on the spot, where no clock runs.
 The round audit alone cannot see it (the round took what it reported); the round's
-commitment to its kept outputs (:mod:`evals.harness.timed_commit`) does. Played by the worker
-process itself, started with its ``time`` and ``timed_outputs`` replaced, as a candidate that
+commitment to its kept outputs (:mod:`evals.harness.clock_checks.timed_commit`) does. Played by the
+worker process itself, started with its ``time`` and ``timed_outputs`` replaced, as a candidate that
 took over its worker could.
 """
 
@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate
-from evals.harness import worker_client as worker_client_module
+from evals.harness.worker_link import worker_client as worker_client_module
 from tests.helpers import ROOT, START_CPU
 
 LAZY_WORKER = '''#!{python}
@@ -25,10 +25,10 @@ import sys
 import torch
 
 sys.path.insert(0, {root!r})
-from evals.harness import channel
+from evals.harness.worker_link import channel
 from evals.harness.worker import serve as worker
-from evals.harness.scenarios import Scenario
-from evals.harness.timing import call_seed
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.measurement.timing import call_seed
 
 MODE = {mode!r}
 args = sys.argv[1:]

@@ -1,6 +1,6 @@
-"""The worker's OS sandbox (``evals/harness/os_sandbox.py``), applied in a child process: what
-the CPU and GPU policies refuse (EPERM) or kill (SIGSYS), and that the work an honest worker
-does still runs; then the record a verdict carries."""
+"""The worker's OS sandbox (``evals/harness/sandbox/os_sandbox.py``), applied in a child process:
+what the CPU and GPU policies refuse (EPERM) or kill (SIGSYS), and that the work an honest
+worker does still runs; then the record a verdict carries."""
 
 import ctypes.util
 import json
@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from evals.harness import RunSettings, evaluate, get_target
-from evals.harness.os_sandbox import CPU_POLICY, SANDBOX_ENV, apply
-from evals.harness.report import render
-from evals.harness.worker_client import WorkerClient
+from evals.harness.sandbox.os_sandbox import CPU_POLICY, SANDBOX_ENV, apply
+from evals.harness.verdict.report import render
+from evals.harness.worker_link.worker_client import WorkerClient
 from tests.helpers import ROOT, START_CPU, failures_of
 
 pytestmark = pytest.mark.skipif(
@@ -29,7 +29,7 @@ import torch
 torch.set_num_threads(2)
 a = torch.randn(128, 128)
 torch.mm(a, a)
-from evals.harness import os_sandbox
+from evals.harness.sandbox import os_sandbox
 print(json.dumps(os_sandbox.apply(os_sandbox.policy_for(sys.argv[1]))), flush=True)
 """
 

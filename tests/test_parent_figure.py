@@ -1,8 +1,8 @@
 """Issue 40: on the CPU, the time every speedup uses is the parent's, for candidate and upstream.
 
-The figure is the wall-clock batches' (evals/harness/parent_figure.py), measured alike in the
-candidate's worker and in the upstreams' own; on a small call it keeps the flips and digests in
-(the gross time), never the worker's median.
+The figure is the wall-clock batches' (evals/harness/measurement/parent_figure.py), measured alike
+in the candidate's worker and in the upstreams' own; on a small call it keeps the flips and
+digests in (the gross time), never the worker's median.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import json
 
 import pytest
 
-from evals.harness import RunSettings, evaluate, parent_figure
+from evals.harness import RunSettings, evaluate
+from evals.harness.measurement import parent_figure
 from evals.harness.worker.heap import retain_freed_memory
-from evals.harness.worker_client import WorkerClient
+from evals.harness.worker_link.worker_client import WorkerClient
 from tests.helpers import START_CPU
 
 TWO = ("smoke-fp32-d64-q1-k67-h4k1-causal", "smoke-bf16-d128-s53-h2-full-std8")

@@ -1,4 +1,4 @@
-"""What runs in the candidate's process lives apart: the parent imports only its protocol.
+"""What runs in which process is told by the layout: the parent imports only the worker's protocol.
 
 ``evals/harness/worker/`` is the worker program (the candidate's worker shares its process
 with the candidate's code); nothing outside it but the entry point that starts it imports
@@ -41,10 +41,45 @@ def test_no_module_outside_the_worker_program_imports_it_but_its_protocol():
 
 def test_the_parent_loads_no_worker_module_when_it_judges():
     code = (
-        "import sys, evals.harness.runner, evals.harness.cli, evals.harness.wall_check\n"
+        "import sys, evals.harness.pipeline.runner, evals.harness.pipeline.cli\n"
+        "import evals.harness.clock_checks.wall_check\n"
         f"print(sorted(m for m in sys.modules if m.startswith({WORKER + '.'!r})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(sorted(ALLOWED))
+
+
+def _loaded_by(module):
+    code = (
+        f"import sys, {module}\n"
+        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('evals.harness.'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    return {m for m in out.stdout.split() if m != WORKER and not m.startswith(f"{WORKER}.")}
+
+
+def test_the_worker_program_loads_exactly_the_modules_its_map_names():
+    from evals.harness.worker import SHARED
+
+    packages = {m.rsplit(".", 1)[0] for m in SHARED}
+    assert _loaded_by(f"{WORKER}.serve") - packages == set(SHARED)
+
+
+def test_the_build_child_loads_no_module_that_judges_or_times():
+    loaded = _loaded_by("evals.harness.building.build_child")
+    assert loaded - {"evals.harness.building", "evals.harness.sandbox"} == {
+        "evals.harness.building.build_child",
+        "evals.harness.building.build_protocol",
+        "evals.harness.sandbox.confine",
+        "evals.harness.sandbox.os_sandbox",
+    }
+
+
+def test_every_sub_package_says_which_process_runs_it():
+    for init in sorted((ROOT / "evals" / "harness").glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert any(w in doc for w in ("parent", "worker", "child")), init

@@ -1,4 +1,4 @@
-"""The worker's CPU time as the kernel counts it (``evals.harness.process_clock``)."""
+"""The worker's CPU time as the kernel counts it (``evals.harness.measurement.process_clock``)."""
 
 import subprocess
 import sys
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from evals.harness.process_clock import CpuMeter, ProcessGone, cpu_clock
+from evals.harness.measurement.process_clock import CpuMeter, ProcessGone, cpu_clock
 
 BUSY_THEN_IDLE = """
 import sys, time

@@ -3,7 +3,7 @@ its own process (re-registering operators, changing the thread pool, patching li
 slow them down."""
 
 from evals.harness import RunSettings, evaluate
-from evals.harness.worker_client import WorkerClient
+from evals.harness.worker_link.worker_client import WorkerClient
 from tests.helpers import START_CPU
 
 

@@ -1,6 +1,6 @@
 """The source digest names the harness code that ran, independent of git."""
 
-from evals.harness.provenance import source_sha256
+from evals.harness.verdict.provenance import source_sha256
 
 
 def test_source_digest_moves_with_any_source_file_and_ignores_bytecode(tmp_path):

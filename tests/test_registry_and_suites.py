@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from evals.harness import Code, HarnessInputError, get_target, load_suite, target_names
-from evals.harness.attention import AttentionShape
+from evals.harness.targets.attention import AttentionShape
 
 
 def test_registry_lists_cpu_target_and_rejects_unknown():
@@ -100,8 +100,8 @@ def test_cpu_inputs_follow_the_scenario_scale_and_magnitude():
 
 # integrity III: contract scenarios drawn from the run's seed, and the contract flag
 
-from evals.harness.contract_draw import drawn_scenarios  # noqa: E402
-from evals.harness.kv_rewrite import rewrite_kv_rows  # noqa: E402
+from evals.harness.contract.contract_draw import drawn_scenarios  # noqa: E402
+from evals.harness.verification.kv_rewrite import rewrite_kv_rows  # noqa: E402
 
 
 def _is_pow2(n):

@@ -2,11 +2,11 @@
 
 import io
 
-from evals.harness import report
-from evals.harness.device_lock import LockRecord
+from evals.harness.measurement.timing import TimingStats
+from evals.harness.pipeline.device_lock import LockRecord
 from evals.harness.targets import get_target
-from evals.harness.timing import TimingStats
-from evals.harness.verdict import ScenarioResult, Verdict
+from evals.harness.verdict import report
+from evals.harness.verdict.record import ScenarioResult, Verdict
 
 SCENARIOS = get_target("cpu_attention").load_suite("smoke").scenarios
 SLOW = "timing did not converge ({} stopped at time_cap): rse 4.00% over the target 1.00%"

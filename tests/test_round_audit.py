@@ -12,14 +12,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from evals.harness import Code, round_audit
-from evals.harness.failures import Failure
-from evals.harness.round_audit import AUDIT, AuditFailure, RoundAudit
-from evals.harness.scenarios import Scenario
+from evals.harness import Code
+from evals.harness.clock_checks import round_audit
+from evals.harness.clock_checks.round_audit import AUDIT, AuditFailure, RoundAudit
+from evals.harness.contract.scenarios import Scenario
 from evals.harness.targets import get_target
-from evals.harness.verdict import ScenarioResult
+from evals.harness.verdict.failures import Failure
+from evals.harness.verdict.record import ScenarioResult
 from evals.harness.worker.serve import Worker
-from evals.harness.worker_client import WorkerFailure
+from evals.harness.worker_link.worker_client import WorkerFailure
 
 SETTINGS = {"warmup": 1, "min_trials": 5, "max_trials": 100, "time_cap_s": 2.0}
 REQUEST = {"op": "time", "seeds": [11, 12, 13], "rng_seed": 7, "settings": SETTINGS}

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from evals.harness import get_target, sampled_check
-from evals.harness.attention import cut_heads
-from evals.harness.failures import Code
-from evals.harness.sampled_check import check_sampled
-from evals.harness.scenarios import Scenario
+from evals.harness import get_target
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.targets.attention import cut_heads
+from evals.harness.verdict.failures import Code
+from evals.harness.verification import sampled_check
+from evals.harness.verification.sampled_check import check_sampled
 
 PARAMS = {
     "batch": 2,

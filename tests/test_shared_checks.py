@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from evals.harness import Code, judge_suite
-from evals.harness.device_lock import LOCK_DIR_ENV, SHARED_SLOTS, device_lock
-from evals.harness.failures import Failure, HarnessInputError
-from evals.harness.scenarios import Scenario
-from evals.harness.verdict import ScenarioResult, Verdict
+from evals.harness import Code
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.judging import judge_suite
+from evals.harness.pipeline.device_lock import LOCK_DIR_ENV, SHARED_SLOTS, device_lock
+from evals.harness.verdict.failures import Failure, HarnessInputError
+from evals.harness.verdict.record import ScenarioResult, Verdict
 
 
 @pytest.fixture(autouse=True)
@@ -183,8 +184,8 @@ def test_the_same_crash_twice_in_the_measuring_pass_skips_the_rest(spied):
 
 
 def test_the_report_gives_the_shared_and_the_alone_holds():
-    from evals.harness.device_lock import LockRecord
-    from evals.harness.report import _timing_lines
+    from evals.harness.pipeline.device_lock import LockRecord
+    from evals.harness.verdict.report import _timing_lines
 
     timing = {k: 0.0 for k in ("build_s", "candidate_calls_s", "upstream_calls_s", "reference_s")}
     shared = LockRecord("gpu0", "p", 2.0, acquired_at=10.0, released_at=18.5, mode="shared")
@@ -200,9 +201,9 @@ SMALL = ("smoke-fp32-d64-s128-h4-full", "smoke-bf16-d128-s53-h2-full-std8")
 def test_both_passes_judge_with_real_workers(monkeypatch):
     # the two passes run on the CPU target as a GPU target runs them: real workers, the check
     # pass's results timed in the second, the lock shared, then held alone
-    from evals.harness import judge_locked as locked
-    from evals.harness import runner
-    from evals.harness.build import build
+    from evals.harness.building.build import build
+    from evals.harness.judging import judge_locked as locked
+    from evals.harness.pipeline import runner
     from evals.harness.targets import get_target
     from tests.helpers import START_CPU
 

@@ -11,10 +11,10 @@ import torch
 from evals.bench.recipe import load_recipe
 from evals.bench.targets import TARGETS, bench_target
 from evals.harness import HarnessInputError
-from evals.harness.failures import Code
-from evals.harness.scenarios import Scenario
-from evals.harness.static_checks import check_symbols
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.static.static_checks import check_symbols
 from evals.harness.targets import get_target, target_names
+from evals.harness.verdict.failures import Code
 from evals.targets import target_folder, target_folders
 from tests.cuda_objects import compile_candidate, needs_nvcc
 from tests.helpers import BUILD_CACHE, ROOT
@@ -125,7 +125,7 @@ def test_fa4_builds_for_blackwell_unless_a_dry_run_on_hopper_is_asked_for(monkey
     # a different build command: a dry run's builds never share a cache entry with Blackwell's
     assert dry.build.to_json() != blackwell.build.to_json()
     # score's cleaned environment keeps it: the build and the worker agree with the parent
-    from evals.harness.hygiene import clean_environment
+    from evals.harness.sandbox.hygiene import clean_environment
 
     assert clean_environment({"KERNELSEEK_FA4_ARCH": "sm_90a"})["KERNELSEEK_FA4_ARCH"] == "sm_90a"
     monkeypatch.setenv("KERNELSEEK_FA4_ARCH", "sm_80")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate
-from evals.harness.cuda_driver import driver_link_flags, installed_driver, toolkit_stub
-from evals.harness.static_checks import check_includes, check_symbols
-from evals.harness.symbol_rules import (
+from evals.harness.building.cuda_driver import driver_link_flags, installed_driver, toolkit_stub
+from evals.harness.static.static_checks import check_includes, check_symbols
+from evals.harness.static.symbol_rules import (
     COMMON_ALLOWED_SYMBOLS,
     CUDA_ALLOWED_SYMBOLS,
     CUDA_DRIVER_ALLOWED_SYMBOLS,
@@ -98,7 +98,7 @@ def test_the_driver_header_is_allowed_on_the_gpu_only():
 
 
 def test_driver_library_is_found_installed_first_then_the_toolkit_stub(tmp_path, monkeypatch):
-    import evals.harness.cuda_driver as cd
+    import evals.harness.building.cuda_driver as cd
 
     monkeypatch.setattr(cd, "_DRIVER_DIRS", ())
     monkeypatch.setattr(cd, "_loader_cache_entry", lambda: None)
@@ -128,7 +128,7 @@ def test_driver_library_is_found_installed_first_then_the_toolkit_stub(tmp_path,
 
 
 def test_the_loader_cache_gives_the_64_bit_driver(tmp_path, monkeypatch):
-    from evals.harness.cuda_driver import _loader_cache_entry
+    from evals.harness.building.cuda_driver import _loader_cache_entry
 
     fake = tmp_path / "ldconfig"
     fake.write_text(

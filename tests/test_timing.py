@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from evals.harness.timing import (
+from evals.harness.measurement.timing import (
     CallTime,
     PerfCounterTimer,
     TimingSettings,

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from evals.harness import Code, trace
-from evals.harness.failures import Failure
-from evals.harness.judge import Session
-from evals.harness.scenarios import Scenario
-from evals.harness.trace import (
+from evals.harness import Code
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.judging.judge import Session
+from evals.harness.tracing import trace
+from evals.harness.tracing.trace import (
     CALL_RANGE,
     HARNESS_RANGE,
     MARKER_RANGE,
@@ -22,9 +22,10 @@ from evals.harness.trace import (
     own_kernels,
     summarise,
 )
-from evals.harness.trace_judge import trace_all
-from evals.harness.verdict import ScenarioResult
-from evals.harness.worker_client import WorkerFailure
+from evals.harness.tracing.trace_judge import trace_all
+from evals.harness.verdict.failures import Failure
+from evals.harness.verdict.record import ScenarioResult
+from evals.harness.worker_link.worker_client import WorkerFailure
 from tests.helpers import START_CPU
 
 TID, STREAM = 439, 7
@@ -309,7 +310,8 @@ def test_trace_all_fails_every_traced_scenario_when_the_worker_hangs_under_the_p
 
 
 def test_a_scenario_failed_by_the_trace_is_reported_again_in_the_progress(monkeypatch):
-    from evals.harness import judge_suite, runner
+    from evals.harness.judging import judge_suite
+    from evals.harness.pipeline import runner
 
     def fail_first(session, results):
         results[0].correct = False
@@ -326,7 +328,7 @@ def test_a_scenario_failed_by_the_trace_is_reported_again_in_the_progress(monkey
 
 
 def _timed(results, median_us):
-    from evals.harness.timing import summarize
+    from evals.harness.measurement.timing import summarize
 
     for r in results:
         r.times = {"candidate": summarize([median_us] * 5)}
@@ -344,7 +346,7 @@ def test_each_scenario_gets_timed_like_calls_on_its_timing_seeds_and_all_must_pa
     ((header, _),) = session.client.requests
     assert header["calls"] == 3
     item = header["items"][0]
-    from evals.harness.session import timing_seeds
+    from evals.harness.judging.session import timing_seeds
 
     assert item["seeds"] == timing_seeds(session, results[0].scenario, 0)  # the timed sets
     assert item["spin_us"] == 80.0 and item["fresh_queries"] is True

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals.harness.runner import RunSettings, evaluate
-from evals.harness.worker_client import WorkerClient
+from evals.harness.pipeline.runner import RunSettings, evaluate
+from evals.harness.worker_link.worker_client import WorkerClient
 from tests.helpers import START_CPU
 
 

@@ -14,14 +14,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from evals.harness import Code, retime
-from evals.harness import judge_time as judge_module
-from evals.harness import judge_upstreams as up_module
-from evals.harness.runner import RunSettings, evaluate
-from evals.harness.scenarios import Scenario
-from evals.harness.timing import TimingSettings, TimingStats
-from evals.harness.verdict import ScenarioResult
-from evals.harness.worker_client import WorkerClient
+from evals.harness import Code
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.judging import judge_time as judge_module
+from evals.harness.judging import judge_upstreams as up_module
+from evals.harness.judging import retime
+from evals.harness.measurement.timing import TimingSettings, TimingStats
+from evals.harness.pipeline.runner import RunSettings, evaluate
+from evals.harness.verdict.record import ScenarioResult
+from evals.harness.worker_link.worker_client import WorkerClient
 from tests.helpers import START_CPU
 
 
@@ -248,8 +249,8 @@ def test_class4_a_plain_kernel_gains_nothing_from_an_upstream_outlier(monkeypatc
     assert not any(seen["alive"]), "an upstream was timed beside a live candidate process"
     hit = next(r for r in verdict.results if r.scenario.id == seen["inflated"])
     # the outlier figure does not count: the upstream's counted time is far below it. On the
-    # CPU every speedup's time is the parent's own (evals/harness/parent_figure.py), measured
-    # apart from the worker's timing round
+    # CPU every speedup's time is the parent's own (evals/harness/measurement/parent_figure.py),
+    # measured apart from the worker's timing round
     assert hit.times["sdpa"].median_us < 100.0 * seen["true_us"] / 10
     doc = json.loads(json.dumps(verdict.to_json()))
     scen = next(s for s in doc["scenarios"] if s["id"] == seen["inflated"])

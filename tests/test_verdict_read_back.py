@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from evals.harness.verdict import VERDICT_SCHEMA, Verdict
+from evals.harness.verdict.record import VERDICT_SCHEMA, Verdict
 from tests.helpers import ROOT, START_CPU
 
 ONE = "smoke-fp32-d64-q1-k67-h4k1-causal"

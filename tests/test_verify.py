@@ -5,9 +5,9 @@ import torch
 import torch.nn.functional as F
 
 from evals.harness import Code
-from evals.harness.attention import attended_pairs, reference_attention
+from evals.harness.targets.attention import attended_pairs, reference_attention
 from evals.harness.targets.base import AccuracyRule, OutputSpec
-from evals.harness.verify import check_meta, check_values
+from evals.harness.verification.verify import check_meta, check_values
 
 RULE = AccuracyRule(baseline="sdpa", floors={"float32": 1e-5, "bfloat16": 2e-3})
 
@@ -90,9 +90,9 @@ RULE_BF16 = AccuracyRule(baseline="up", floors={"bfloat16": 2e-3})
 
 
 def test_aggregates_keep_the_headline_over_study_scenarios_and_contract_ones_apart():
-    from evals.harness.scenarios import Scenario
-    from evals.harness.timing import summarize
-    from evals.harness.verdict import ScenarioResult, aggregates
+    from evals.harness.contract.scenarios import Scenario
+    from evals.harness.measurement.timing import summarize
+    from evals.harness.verdict.record import ScenarioResult, aggregates
 
     def result(sid, speedup, *, contract=False, drawn=False, correct=True):
         r = ScenarioResult(Scenario(sid, {}, contract=contract, drawn=drawn), correct=correct)

@@ -1,4 +1,4 @@
-"""The parent's own clock on batches of candidate calls (``evals.harness.wall_clock``).
+"""The parent's own clock on batches of candidate calls (``evals.harness.clock_checks.wall_clock``).
 
 The decision with fabricated figures, the batch sizing and the second round on a fake clock,
 the worker's side of a batch (fresh queries, digests, handing over outputs), an honest run
@@ -15,29 +15,27 @@ import numpy as np
 import pytest
 import torch
 
-from evals.harness import (
-    Code,
-    RunSettings,
-    channel,
-    channel_cost,
+from evals.harness import Code, RunSettings, evaluate
+from evals.harness.clock_checks import (
     digest,
-    evaluate,
     query_flips,
     round_audit,
     wall_check,
     wall_clock,
     wall_verify,
 )
-from evals.harness import verdict as verdict_module
-from evals.harness import worker_client as worker_client_module
-from evals.harness.scenarios import Scenario
-from evals.harness.session import Tally
+from evals.harness.clock_checks.wall_clock import Batch, bound_us, judge, read
+from evals.harness.clock_checks.wall_settings import CPU_WALL, GPU_WALL
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.judging.session import Tally
+from evals.harness.measurement import channel_cost
+from evals.harness.measurement.timing import TimingStats
 from evals.harness.targets import get_target
-from evals.harness.timing import TimingStats
-from evals.harness.verdict import ScenarioResult
-from evals.harness.wall_clock import Batch, bound_us, judge, read
-from evals.harness.wall_settings import CPU_WALL, GPU_WALL
+from evals.harness.verdict import record as verdict_module
+from evals.harness.verdict.record import ScenarioResult
 from evals.harness.worker.serve import CandidateError, WallBatches
+from evals.harness.worker_link import channel
+from evals.harness.worker_link import worker_client as worker_client_module
 from tests.helpers import ROOT, START_CPU, check_held, failures_of, run_harness
 
 
@@ -548,7 +546,7 @@ FAKE_TIMER_WORKER = '''#!{python}
 import sys
 
 sys.path.insert(0, {root!r})
-from evals.harness import timing
+from evals.harness.measurement import timing
 from evals.harness.worker import serve as worker
 
 args = sys.argv[1:]
@@ -710,7 +708,7 @@ import sys
 
 sys.path.insert(0, {root!r})
 import torch
-from evals.harness import timing
+from evals.harness.measurement import timing
 from evals.harness.worker import serve as worker
 from evals.harness.worker import wall as worker_wall
 

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from evals.harness import RunSettings, evaluate
-from evals.harness.worker_log import CappedLog
+from evals.harness.worker_link.worker_log import CappedLog
 from tests.helpers import START_CPU
 
 CHATTY = (
@@ -56,7 +56,7 @@ def test_the_worker_log_is_kept_only_when_asked(tmp_path):
 
 def test_a_build_says_it_started_ticks_while_compiling_and_says_how_it_ended(tmp_path,
                                                                              monkeypatch):
-    from evals.harness import runner
+    from evals.harness.pipeline import runner
 
     monkeypatch.setattr(runner, "BUILD_TICK_S", 0.2)
     kernel = tmp_path / "mine.cpp"

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.harness import Code, RunSettings, evaluate, footprint
+from evals.harness import Code, RunSettings, evaluate
+from evals.harness.sandbox import footprint
 from evals.landlock import restrict_writes
 from tests.helpers import ROOT, START_CPU
 
@@ -124,7 +125,7 @@ sys.exit(worker_entry.main())
 @pytest.mark.parametrize("sandbox", ["on", "off"])
 def test_a_candidate_writing_a_pth_file_is_stopped_or_caught(tmp_path, monkeypatch, sandbox):
     """With the sandbox on the write is refused; with it off the parent's watch fails the run."""
-    from evals.harness import worker_client as worker_client_module
+    from evals.harness.worker_link import worker_client as worker_client_module
 
     pth = Path(sysconfig.get_paths()["purelib"]) / "kernelseek_test_probe.pth"
     tmp = tmp_path / "left-in-tmp"

@@ -2,13 +2,13 @@
 
 Inspect runs several samples (epochs) at once. In the local sandbox every sample's harness used
 GPU 0 (torch's pick), so on a host with several GPUs all samples queued on GPU 0's device lock
-(:mod:`evals.harness.device_lock`) while the others idled. Now each harness run leases a free
-GPU, named to it in ``CUDA_VISIBLE_DEVICES`` (:mod:`evals.bench.harness_exec`), and gives it back
-when it ends. A lease is an exclusive ``flock`` on the GPU's file in ``$KERNELSEEK_GPU_POOL_DIR``
-(default ``<tmp>/kernelseek-gpu-pool``): it holds across processes on the host and dies with its
-holder. The pool: ``$KERNELSEEK_GPUS`` (comma-separated nvidia-smi indices or UUIDs), else all of
-nvidia-smi's GPUs; empty (nothing changes) without nvidia-smi, a GPU, or when
-``CUDA_VISIBLE_DEVICES`` already pins the devices.
+(:mod:`evals.harness.pipeline.device_lock`) while the others idled. Now each harness run leases a
+free GPU, named to it in ``CUDA_VISIBLE_DEVICES`` (:mod:`evals.bench.harness_exec`), and gives it
+back when it ends. A lease is an exclusive ``flock`` on the GPU's file in
+``$KERNELSEEK_GPU_POOL_DIR`` (default ``<tmp>/kernelseek-gpu-pool``): it holds across processes on
+the host and dies with its holder. The pool: ``$KERNELSEEK_GPUS`` (comma-separated nvidia-smi
+indices or UUIDs), else all of nvidia-smi's GPUs; empty (nothing changes) without nvidia-smi, a GPU,
+or when ``CUDA_VISIBLE_DEVICES`` already pins the devices.
 
 A GPU is shared only when every GPU of the pool already has a run: the next lease goes to a
 least-leased GPU, up to ``$KERNELSEEK_GPU_SHARE`` runs per GPU (default
@@ -75,7 +75,7 @@ class Gpu:
         """The environment under which CUDA (and torch) sees this GPU only, as its device 0.
 
         By UUID when known: unambiguous in every process, whatever its device order (the
-        harness's worker keeps ``CUDA_VISIBLE_DEVICES``: :mod:`evals.harness.hygiene`).
+        harness's worker keeps ``CUDA_VISIBLE_DEVICES``: :mod:`evals.harness.sandbox.hygiene`).
         """
         if self.uuid:
             return {"CUDA_VISIBLE_DEVICES": self.uuid}

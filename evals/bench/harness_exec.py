@@ -57,7 +57,7 @@ REQUIRED_KEYS = ("schema", "command", "kernel", "status", "scenarios", "aggregat
 RELAY = """
 import os, shutil, sys, tempfile
 nonce = sys.stdin.readline().strip()
-from evals.harness.cli import main
+from evals.harness.pipeline.cli import main
 d = tempfile.mkdtemp(prefix="kernelseek-verdict-")
 try:
     path = os.path.join(d, "verdict.json")
@@ -187,7 +187,7 @@ at = args.index("--kernel") + 1
 name = args[at]
 if os.path.basename(name) != name or name.startswith("."):
     sys.exit("relay: --kernel must be a bare file name, got %r" % name)
-import evals.harness.cli as cli
+import evals.harness.pipeline.cli as cli
 held = []
 evaluate = getattr(cli, "evaluate", None)
 if callable(evaluate):

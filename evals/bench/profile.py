@@ -13,7 +13,7 @@ from inspect_ai.util import sandbox
 from evals.bench.budget import budgeted_harness
 from evals.bench.settings import TaskSettings
 from evals.bench.targets import bench_target
-from evals.harness.ncu import ncu_command
+from evals.harness.measurement.ncu import ncu_command
 
 __all__ = ["breakdown", "profile"]
 

@@ -2,7 +2,7 @@
 
 Runs inside sandboxes and depends on torch and numpy only (never on inspect-ai). The names
 below load on first use, so a process that needs one small module of the package (the
-confinement launcher that runs a compiler, :mod:`evals.harness.confine`) does not import
+confinement launcher that runs a compiler, :mod:`evals.harness.sandbox.confine`) does not import
 torch.
 """
 
@@ -12,20 +12,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evals.harness.failures import Code, Failure, HarnessInputError
-    from evals.harness.run_settings import RunSettings
-    from evals.harness.runner import evaluate
-    from evals.harness.scenarios import Scenario, Suite, load_suite
+    from evals.harness.contract.scenarios import Scenario, Suite, load_suite
+    from evals.harness.pipeline.run_settings import RunSettings
+    from evals.harness.pipeline.runner import evaluate
     from evals.harness.targets import Target, get_target, target_names
-    from evals.harness.verdict import VERDICT_SCHEMA, ScenarioResult, Verdict
+    from evals.harness.verdict.failures import Code, Failure, HarnessInputError
+    from evals.harness.verdict.record import VERDICT_SCHEMA, ScenarioResult, Verdict
 
 _HOMES = {
-    "evals.harness.failures": ("Code", "Failure", "HarnessInputError"),
-    "evals.harness.run_settings": ("RunSettings",),
-    "evals.harness.runner": ("evaluate",),
-    "evals.harness.scenarios": ("Scenario", "Suite", "load_suite"),
+    "evals.harness.verdict.failures": ("Code", "Failure", "HarnessInputError"),
+    "evals.harness.pipeline.run_settings": ("RunSettings",),
+    "evals.harness.pipeline.runner": ("evaluate",),
+    "evals.harness.contract.scenarios": ("Scenario", "Suite", "load_suite"),
     "evals.harness.targets": ("Target", "get_target", "target_names"),
-    "evals.harness.verdict": ("VERDICT_SCHEMA", "ScenarioResult", "Verdict"),
+    "evals.harness.verdict.record": ("VERDICT_SCHEMA", "ScenarioResult", "Verdict"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 

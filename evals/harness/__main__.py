@@ -1,7 +1,7 @@
-"""``python -m evals.harness``: see :mod:`evals.harness.cli`."""
+"""``python -m evals.harness``: see :mod:`evals.harness.pipeline.cli`."""
 
 import sys
 
-from evals.harness.cli import main
+from evals.harness.pipeline.cli import main
 
 sys.exit(main())

@@ -19,12 +19,12 @@ from typing import Any, Literal, cast, get_args
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 
 from evals.bench.settings import Isolation
-from evals.harness.failures import Code
+from evals.harness.verdict.failures import Code
 
 SCORER = "kernel_speedup"
 SCORE_FIELDS = ("success", "speedup", "speedup_vs_fastest", "passed", "coverage")
 # verdict failure codes that are the harness's or the environment's fault, not the candidate's
-# (evals.harness.runner.NOT_THE_CANDIDATE, not imported: the runner pulls in torch)
+# (evals.harness.pipeline.runner.NOT_THE_CANDIDATE, not imported: the runner pulls in torch)
 HARNESS_FAULTS = frozenset({Code.HARNESS_ERROR.value, Code.DEVICE_BUSY.value})
 RowIsolation = Isolation | Literal["unknown"]
 """A row's ``isolation``: the score's, or ``unknown`` where the score recorded none."""

@@ -32,7 +32,7 @@ def prebuilt_kernels(request):
 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from evals.harness.build import build
+    from evals.harness.building.build import build
     from evals.harness.targets import get_target
 
     target = get_target("fa3_hopper")

@@ -6,9 +6,9 @@ import time
 import pytest
 import torch
 
-from evals.harness.gpu import CudaEventTimer
+from evals.harness.measurement.gpu import CudaEventTimer
+from evals.harness.measurement.timing import TimingSettings, measure
 from evals.harness.targets import get_target
-from evals.harness.timing import TimingSettings, measure
 
 pytestmark = pytest.mark.gpu
 

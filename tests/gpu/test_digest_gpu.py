@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from evals.harness import digest
+from evals.harness.clock_checks import digest
 
 pytestmark = pytest.mark.gpu
 

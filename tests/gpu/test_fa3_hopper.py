@@ -69,7 +69,7 @@ def test_hang_is_killed():
 
 
 def test_event_timer_flushes_l2_and_scales_with_work():
-    from evals.harness.gpu import CudaEventTimer
+    from evals.harness.measurement.gpu import CudaEventTimer
 
     timer = CudaEventTimer()
     l2 = torch.cuda.get_device_properties(0).L2_cache_size

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from evals.harness.build import build
+from evals.harness.building.build import build
 from evals.harness.targets import get_target
 from tests.helpers import ROOT
 

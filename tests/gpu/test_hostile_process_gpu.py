@@ -61,7 +61,7 @@ def test_build_time_plant_is_never_loaded_by_the_build(monkeypatch, tmp_path):
     # integrity IV: its writes run from a static initialiser, wherever its library loads; the
     # build links it without loading it, and in the worker Landlock refuses them
     from evals.harness import get_target
-    from evals.harness.build import build
+    from evals.harness.building.build import build
 
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     for path in _targets():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evals.harness.runner import RunSettings, evaluate
+from evals.harness.pipeline.runner import RunSettings, evaluate
 from tests.helpers import ROOT
 from tests.test_upstream_outliers import inflate_one_upstream_round
 

@@ -20,7 +20,7 @@ from evals.bench.keywords import keyword_settings
 from evals.bench.lessons import lessons_append, lessons_read
 from evals.bench.profile import profile
 from evals.bench.targets import bench_target
-from evals.harness import attention
+from evals.harness.targets import attention
 
 __all__ = ["autonomous"]
 

@@ -1,13 +1,15 @@
 """The harness's view of the targets, each found in its folder (:mod:`evals.targets`).
 
 A target's code is imported only when it is asked for, so a CPU machine never imports GPU code.
+Loaded by the parent and by both workers: the parent builds inputs and the float64 reference
+from a target (``attention`` holds the shared math), the workers make the calls. What a target's
+hooks return inside the candidate's worker is the candidate's to forge.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.targets.base import (
     AccuracyRule,
     BuildSpec,
@@ -19,6 +21,7 @@ from evals.harness.targets.base import (
     Work,
     WorkerLimits,
 )
+from evals.harness.verdict.failures import Code, Failure, HarnessInputError
 from evals.targets import target_folder, target_folders
 
 

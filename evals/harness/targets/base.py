@@ -9,13 +9,13 @@ from typing import Any, Literal
 
 import torch
 
-from evals.harness.draw_space import DrawSpace
-from evals.harness.failures import Code, Failure, HarnessInputError
-from evals.harness.gpu import Ceilings
-from evals.harness.guards import MutationCheck
-from evals.harness.scenarios import Scenario, Suite, load_suite
-from evals.harness.static_checks import SourcePolicy
-from evals.harness.timing import Timer, TimingSettings
+from evals.harness.contract.draw_space import DrawSpace
+from evals.harness.contract.scenarios import Scenario, Suite, load_suite
+from evals.harness.measurement.gpu import Ceilings
+from evals.harness.measurement.timing import Timer, TimingSettings
+from evals.harness.static.static_checks import SourcePolicy
+from evals.harness.verdict.failures import Code, Failure, HarnessInputError
+from evals.harness.verification.guards import MutationCheck
 from evals.targets import target_folder
 
 DeviceKind = Literal["cpu", "cuda"]
@@ -188,7 +188,7 @@ class Target(ABC):
         """One contract scenario drawn from ``space``: a short id part and its parameters.
 
         Targets with a draw file (``evals/targets/<name>/suites/draw.json``) implement it; see
-        :mod:`evals.harness.contract_draw`.
+        :mod:`evals.harness.contract.contract_draw`.
         """
         raise NotImplementedError(f"target {self.name!r} draws no contract scenarios")
 
@@ -208,8 +208,8 @@ class Target(ABC):
         """``scenario`` and ``inputs`` restricted to the KV heads ``kv`` and their query heads.
 
         Views, not copies; query head ``i`` belongs to KV head ``i // group``. The sampled
-        integrity checks (:mod:`evals.harness.sampled_check`) compute their float64 reference
-        on it. Targets whose :meth:`heads` is not None implement it.
+        integrity checks (:mod:`evals.harness.verification.sampled_check`) compute their float64
+        reference on it. Targets whose :meth:`heads` is not None implement it.
         """
         raise NotImplementedError(f"target {self.name!r} cannot cut its inputs by heads")
 
@@ -275,7 +275,10 @@ class Target(ABC):
         return {}
 
     def device_key(self) -> str:
-        """The device runs are serialised on (:mod:`evals.harness.device_lock`): the CPU here."""
+        """The device runs are serialised on: the CPU here.
+
+        Its lock: :mod:`evals.harness.pipeline.device_lock`.
+        """
         return "cpu"
 
     def device_state(self) -> dict[str, Any]:

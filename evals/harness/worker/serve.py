@@ -1,6 +1,6 @@
 """The worker process: loads the candidate library and runs it on request.
 
-Started by :class:`evals.harness.worker_client.WorkerClient` as
+Started by :class:`evals.harness.worker_link.worker_client.WorkerClient` as
 ``python -m evals.worker_entry FD TARGET LIBRARY THREADS UPSTREAM``. It generates inputs from
 the seeds the parent sends, runs the candidate (and, for timing, the upstreams) and returns
 outputs and timings. The parent computes every verdict.
@@ -22,11 +22,15 @@ from typing import Any
 
 import torch
 
-from evals.harness import channel, os_sandbox
-from evals.harness.digest import digests
-from evals.harness.failures import Code, Failure, one_line
-from evals.harness.gpu import release_cached_memory
-from evals.harness.guards import (
+from evals.harness.clock_checks.digest import digests
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.measurement.gpu import release_cached_memory
+from evals.harness.measurement.timing import Timer, TimingSettings, call_seed, measure
+from evals.harness.sandbox import os_sandbox
+from evals.harness.targets import Inputs, Target, get_target
+from evals.harness.tracing.trace import Recorder
+from evals.harness.verdict.failures import Code, Failure, one_line
+from evals.harness.verification.guards import (
     CLONE_LIMIT_BYTES,
     KEEP_INPUTS_BYTES,
     KEEP_TIMED_BYTES,
@@ -34,10 +38,6 @@ from evals.harness.guards import (
     aliasing,
     input_bytes,
 )
-from evals.harness.scenarios import Scenario
-from evals.harness.targets import Inputs, Target, get_target
-from evals.harness.timing import Timer, TimingSettings, call_seed, measure
-from evals.harness.trace import Recorder
 from evals.harness.worker.errors import (
     CandidateError,
     candidate_error,
@@ -47,6 +47,7 @@ from evals.harness.worker.heap import retain_freed_memory
 from evals.harness.worker.timed_outputs import TimedOutputs
 from evals.harness.worker.wall import WallBatches
 from evals.harness.worker.warm import warm
+from evals.harness.worker_link import channel
 
 
 class _TraceStop(Exception):

@@ -1,6 +1,6 @@
 """The worker's ``wall`` op: back-to-back candidate calls the parent times with its own clock.
 
-The parent's side is :mod:`evals.harness.wall_check`.
+The parent's side is :mod:`evals.harness.clock_checks.wall_check`.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from typing import Any, Protocol
 
 import torch
 
-from evals.harness import channel
-from evals.harness.digest import digests, warm
-from evals.harness.failures import Code, Failure
-from evals.harness.query_flips import base_bits, flip, make_mask
-from evals.harness.scenarios import Scenario
+from evals.harness.clock_checks.digest import digests, warm
+from evals.harness.clock_checks.query_flips import base_bits, flip, make_mask
+from evals.harness.contract.scenarios import Scenario
 from evals.harness.targets import Inputs, Target
+from evals.harness.verdict.failures import Code, Failure
 from evals.harness.worker.errors import CandidateError, candidate_error
 from evals.harness.worker.protocol import fresh_queries
+from evals.harness.worker_link import channel
 
 
 class Host(Protocol):
@@ -43,22 +43,21 @@ class WallBatches:
     ``{"scenario", "seeds", "mask_seed"}`` makes the scenario's timing input sets from the
     seeds of the timing round it checks (the same work as the timed calls: a ragged KV
     cache's lengths come from the seeds) and, where the target refills queries, each set's
-    sign mask (:mod:`evals.harness.query_flips`), and its calls: the candidate's, or with
-    ``"impl": NAME`` an upstream's (only in the upstreams' own worker, which never loads a
+    sign mask (:mod:`evals.harness.clock_checks.query_flips`), and its calls: the candidate's, or
+    with ``"impl": NAME`` an upstream's (only in the upstreams' own worker, which never loads a
     candidate: on a CPU target their batches give every speedup's figure, measured as the
-    candidate's are); ``{"warm": seed}`` makes the digests'
-    weights of ``seed``; ``{"n": N, "digest_seed", "shifts"}`` runs N calls back to
-    back on the sets in turn, call ``i`` on its set's q flipped at ``shifts[i]`` first (so no
-    call repeats an earlier call's inputs, and none can be computed before the request), on
-    a GPU with no synchronisation between the calls and one ``torch.cuda.synchronize()``
-    after the last, so work a call left running is waited for; N 0 is the no-op (the same
-    path, no call, timed for the record); ``{"drop": true}`` lets the inputs go. Preparing
-    requests end synchronised, so none of their work runs into a batch. A batch keeps every
-    call's output and answers with a digest of each (:mod:`evals.harness.digest`, keyed by
-    ``digest_seed``), all inside the parent's clock; ``{"outputs": [i, ...]}``
-    then hands over the outputs the parent chose to verify and drops the rest. The worker's
-    own figure (``batch_s``) is for the record only: the parent times the request
-    (:mod:`evals.harness.wall_check`).
+    candidate's are); ``{"warm": seed}`` makes the digests' weights of ``seed``; ``{"n": N,
+    "digest_seed", "shifts"}`` runs N calls back to back on the sets in turn, call ``i`` on its
+    set's q flipped at ``shifts[i]`` first (so no call repeats an earlier call's inputs, and none
+    can be computed before the request), on a GPU with no synchronisation between the calls and one
+    ``torch.cuda.synchronize()`` after the last, so work a call left running is waited for; N 0 is
+    the no-op (the same path, no call, timed for the record); ``{"drop": true}`` lets the inputs go.
+    Preparing requests end synchronised, so none of their work runs into a batch. A batch keeps
+    every call's output and answers with a digest of each (:mod:`evals.harness.clock_checks.digest`,
+    keyed by ``digest_seed``), all inside the parent's clock; ``{"outputs": [i, ...]}`` then hands
+    over the outputs the parent chose to verify and drops the rest. The worker's own figure
+    (``batch_s``) is for the record only: the parent times the request
+    (:mod:`evals.harness.clock_checks.wall_check`).
     """
 
     def __init__(self, worker: Host) -> None:

@@ -1,6 +1,6 @@
 """The worker's ``warm`` op: each named upstream called once, before the device's lock is taken.
 
-The parent's side is :mod:`evals.harness.warm_start`. Only upstream code runs here, never a
+The parent's side is :mod:`evals.harness.judging.warm_start`. Only upstream code runs here, never a
 candidate's: a candidate's first calls belong to the requests that judge it.
 """
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import torch
 
-from evals.harness import channel
-from evals.harness.failures import one_line
-from evals.harness.scenarios import Scenario
+from evals.harness.contract.scenarios import Scenario
 from evals.harness.targets import Target
+from evals.harness.verdict.failures import one_line
+from evals.harness.worker_link import channel
 
 
 def warm(target: Target, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:

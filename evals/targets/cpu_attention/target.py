@@ -15,7 +15,21 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from evals.harness.attention import (
+from evals.harness.contract.draw_space import DrawSpace
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.measurement.cpu_ceilings import measure_cpu_ceilings
+from evals.harness.measurement.gpu import Ceilings
+from evals.harness.measurement.timing import PerfCounterTimer, Timer, TimingSettings
+from evals.harness.static.static_checks import (
+    COMMON_FORBIDDEN_SYMBOLS,
+    DISPATCHER_SYMBOLS,
+    STD_HEADERS,
+    TORCH_HEADERS,
+    SourcePolicy,
+)
+from evals.harness.static.symbol_baseline import trivial_source
+from evals.harness.static.symbol_rules import COMMON_ALLOWED_SYMBOLS, OPENMP_ALLOWED_SYMBOLS
+from evals.harness.targets.attention import (
     AttentionShape,
     attention_bytes,
     attention_flops,
@@ -23,20 +37,6 @@ from evals.harness.attention import (
     cut_heads,
     reference_attention,
 )
-from evals.harness.cpu_ceilings import measure_cpu_ceilings
-from evals.harness.draw_space import DrawSpace
-from evals.harness.gpu import Ceilings
-from evals.harness.kv_rewrite import rewrite_kv_rows
-from evals.harness.scenarios import Scenario
-from evals.harness.static_checks import (
-    COMMON_FORBIDDEN_SYMBOLS,
-    DISPATCHER_SYMBOLS,
-    STD_HEADERS,
-    TORCH_HEADERS,
-    SourcePolicy,
-)
-from evals.harness.symbol_baseline import trivial_source
-from evals.harness.symbol_rules import COMMON_ALLOWED_SYMBOLS, OPENMP_ALLOWED_SYMBOLS
 from evals.harness.targets.base import (
     AccuracyRule,
     BuildSpec,
@@ -48,7 +48,7 @@ from evals.harness.targets.base import (
     Work,
     WorkerLimits,
 )
-from evals.harness.timing import PerfCounterTimer, Timer, TimingSettings
+from evals.harness.verification.kv_rewrite import rewrite_kv_rows
 
 NAMESPACE = "kernelseek"
 SCORE_CAP = 10.0

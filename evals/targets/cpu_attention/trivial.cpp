@@ -1,6 +1,6 @@
 // The trivial cpu_attention kernel: the contract's registration and an allocation, nothing
 // else. Its undefined symbols are what every candidate needs; the symbol check judges only
-// what a candidate adds to them (evals/harness/symbol_baseline.py).
+// what a candidate adds to them (evals/harness/static/symbol_baseline.py).
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <torch/library.h>

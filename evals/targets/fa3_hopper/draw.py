@@ -1,10 +1,10 @@
 """fa3_hopper's drawn contract scenarios and its partial k/v rewrite.
 
-A draw (``suites/fa3_hopper/draw.json``, read by :mod:`evals.harness.contract_draw`) is a small
-dense, varlen or KV-cache scenario anywhere in the contract's space: any KV heads and GQA group,
-every head dimension, causal with ``seqlen_q`` above ``seqlen_k`` (rows that see no key) or
-below it, scales of either sign and any size, values up to bf16's range, fp8 with descales
-spread over batch and heads, appends into ragged caches.
+A draw (``suites/fa3_hopper/draw.json``, read by :mod:`evals.harness.contract.contract_draw`) is a
+small dense, varlen or KV-cache scenario anywhere in the contract's space: any KV heads and GQA
+group, every head dimension, causal with ``seqlen_q`` above ``seqlen_k`` (rows that see no key) or
+below it, scales of either sign and any size, values up to bf16's range, fp8 with descales spread
+over batch and heads, appends into ragged caches.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evals.harness.draw_space import DrawSpace
-from evals.harness.kv_rewrite import rewrite_kv_rows
+from evals.harness.contract.draw_space import DrawSpace
+from evals.harness.verification.kv_rewrite import rewrite_kv_rows
 from evals.targets.fa3_hopper.problem import Fa3Params
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import torch
 
-from evals.harness.attention import attended_pairs, reference_attention
+from evals.harness.targets.attention import attended_pairs, reference_attention
 
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0

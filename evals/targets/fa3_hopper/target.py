@@ -12,10 +12,10 @@ from typing import Any
 
 import torch
 
-from evals.harness.attention import cut_heads
-from evals.harness.cuda_driver import driver_link_flags
-from evals.harness.draw_space import DrawSpace
-from evals.harness.gpu import (
+from evals.harness.building.cuda_driver import driver_link_flags
+from evals.harness.contract.draw_space import DrawSpace
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.measurement.gpu import (
     Ceilings,
     CudaEventTimer,
     cuda_device_key,
@@ -23,15 +23,15 @@ from evals.harness.gpu import (
     device_state,
     measure_ceilings,
 )
-from evals.harness.guards import MutationCheck
-from evals.harness.scenarios import Scenario
-from evals.harness.static_checks import STD_HEADERS, TORCH_HEADERS, SourcePolicy
-from evals.harness.symbol_baseline import trivial_source
-from evals.harness.symbol_rules import (
+from evals.harness.measurement.timing import Timer, TimingSettings
+from evals.harness.static.static_checks import STD_HEADERS, TORCH_HEADERS, SourcePolicy
+from evals.harness.static.symbol_baseline import trivial_source
+from evals.harness.static.symbol_rules import (
     COMMON_ALLOWED_SYMBOLS,
     CUDA_ALLOWED_SYMBOLS,
     CUDA_DRIVER_ALLOWED_SYMBOLS,
 )
+from evals.harness.targets.attention import cut_heads
 from evals.harness.targets.base import (
     AccuracyRule,
     BuildSpec,
@@ -43,7 +43,7 @@ from evals.harness.targets.base import (
     Work,
     WorkerLimits,
 )
-from evals.harness.timing import Timer, TimingSettings
+from evals.harness.verification.guards import MutationCheck
 from evals.targets.fa3_hopper import draw as fa3_draw
 from evals.targets.fa3_hopper import problem
 from evals.targets.fa3_hopper.upstreams import fa3_upstreams, import_fa3

@@ -1,7 +1,7 @@
 // The trivial kernel of fa3_hopper (and fa4_blackwell, whose trivial.cu links here): the
 // contract's registration, an allocation and one kernel launch on the caller's stream, nothing
 // else. Its undefined symbols are what every candidate needs; the symbol check judges only what
-// a candidate adds (evals/harness/symbol_baseline.py).
+// a candidate adds (evals/harness/static/symbol_baseline.py).
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>

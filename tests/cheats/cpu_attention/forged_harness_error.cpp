@@ -1,5 +1,5 @@
 // Cheat: turns its failure into the harness's. On its first call it finds libc's open, read and write by address (as libc_by_address.cpp does), reads the channel's descriptor from its worker's command line (/proc/self/cmdline: the argument after evals.worker_entry) and writes onto the channel, ahead of the worker's own answer, a well-formed answer saying the harness failed ({"ok": false, "failure": {"code": "harness_error"}}): a run whose failure is the harness's is an error, left out of every statistic and retried, not the candidate's failing score. Correct attention (fast.cpp's) otherwise; passes every static check.
-// Caught by: attribution by the parent (evals/harness/worker_client.py, failures.PARENT_ONLY): a code only the harness gives, reported by the candidate's worker, is the candidate's EXCEPTION ('a code only the harness gives').
+// Caught by: attribution by the parent (evals/harness/worker_link/worker_client.py, failures.PARENT_ONLY): a code only the harness gives, reported by the candidate's worker, is the candidate's EXCEPTION ('a code only the harness gives').
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/util/BFloat16.h>

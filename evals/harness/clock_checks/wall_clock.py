@@ -1,0 +1,456 @@
+"""The parent's own clock on the candidate's calls: a bound its process cannot reach.
+
+The candidate is timed inside its worker, the process that also holds the candidate's library:
+a candidate that tampered with the in-process timer (CUDA events, clocks), or left work
+running after its call returned, could report times it did not take. So after a scenario is
+timed, the parent asks the worker for batches of back-to-back calls (the worker's ``wall``
+op, on the input sets of the timing round it checks, so the batches do the timed calls' work;
+each call with its own fresh q, made inside the batch from secrets the request carries,
+where the target refills queries (:mod:`evals.harness.clock_checks.query_flips`): nothing computed
+before the request can stand in for a call) and times each batch request itself, less the parent's
+own cost of those flips and the channel's round trip. On a GPU the meter is the parent's
+:func:`time.perf_counter`; on the CPU it is the worker's critical path of CPU time as the kernel
+counts it, its busiest thread's (:mod:`evals.harness.measurement.process_clock`: a busy host's waits
+are not the kernel's). The smallest per-call figure over the batches,
+
+    U = min over batches of (request - flips - digests - round trip) / calls,
+
+bounds the true per-call time from above (noise only adds time, and the work cannot take less
+wall time than it needs) while staying close to it. Nothing the candidate's process says is
+subtracted: the no-op round trip is the parent's own (:mod:`evals.harness.measurement.channel_cost`,
+a process that could inflate its no-op would shrink U), and every call of a batch must have done its
+work: the worker answers a batch with a digest of each call's output, and only then does the parent
+choose one call at random, fetch its output, and check it against the digest and the float64
+reference (:mod:`evals.harness.clock_checks.wall_verify`); the digests' own cost, timed by the
+parent on the fetched output, is subtracted too. The candidate's reported figures must explain U:
+
+    U <= reported x (1 + tolerance) + margin + overhead / calls,
+
+where the reported figure is, on the CPU, the larger of the device and host issue medians (the
+host is the device), and on a GPU their sum: a call that synchronises cannot overlap its host
+work with its kernels, and back to back costs both. (FA3 judged against itself on the H200's
+ragged dev scenario: U = 665 us against 469 us device and 163 us issue time; its batches then
+also ran on other ragged lengths than its timed calls, one set from the check's own seed.)
+
+The check is one-sided on purpose: on a GPU the back-to-back batch runs with a warm L2 and may
+take less than the cold-L2 device time, and a cache the output checks let through only makes
+U smaller. A round that fails is followed by longer ones (a burst of load on a shared
+machine passes; a candidate whose reported times are too small fails them all).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from evals.harness.clock_checks import query_flips
+from evals.harness.clock_checks.wall_settings import GROWTH, WallSettings
+from evals.harness.judging.session import derive_seed
+from evals.harness.measurement.timing import TimingStats, summarize
+from evals.harness.verdict.failures import Code, Failure
+from evals.harness.worker_link.channel import Buffer
+
+Clock = Callable[[], float]
+"""Seconds; the parent's :func:`time.perf_counter` outside tests."""
+Meter = Callable[[Callable[[], Any]], tuple[float, Any]]
+"""Runs a request and says how long it took, seconds, with its answer
+(:class:`evals.harness.measurement.process_clock.CpuMeter` on the CPU)."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch as the parent saw it.
+
+    Attributes:
+        calls: Calls in the batch.
+        wall_s: The batch request's round trip on the parent's clock, seconds.
+        ping_s: The channel's round trip as the parent measured it itself, seconds
+            (subtracted).
+        worker_s: The worker's own figure for the calls, seconds (for the record only).
+        digest_s: The digests' cost for this many outputs as the parent timed it, seconds
+            (subtracted).
+        worker_ping_s: The worker's no-op round trip just before the batch, seconds (for the
+            record only: a process that inflated it must not shrink U).
+        flip_s: Flipping the calls' fresh queries inside the batch as the parent itself
+            does it, seconds (subtracted).
+    """
+
+    calls: int
+    wall_s: float
+    ping_s: float
+    worker_s: float = 0.0
+    digest_s: float = 0.0
+    worker_ping_s: float = 0.0
+    flip_s: float = 0.0
+
+    def per_call_us(self, ping_s: float) -> float:
+        """Microseconds per call with ``ping_s`` (seconds), the digests and the flips taken off."""
+        spent = self.wall_s - ping_s - self.digest_s - self.flip_s
+        return max(0.0, spent) / self.calls * 1e6
+
+    def gross_us(self, ping_s: float) -> float:
+        """Microseconds per call with ``ping_s`` (seconds) alone taken off (flips, digests in)."""
+        return max(0.0, self.wall_s - ping_s) / self.calls * 1e6
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the parent's clock concluded over one or more rounds of batches.
+
+    Attributes:
+        per_call_us: U: the smallest per-call time of any batch, microseconds.
+        ping_us: The smallest no-op round trip, subtracted from every batch, microseconds.
+        calls: Calls in all batches; ``batches`` their number.
+        best_calls: Calls in the batch that gave U.
+        worker_us: The worker's own per-call figure in that batch (for the record only).
+        figures_us: The per-call figure of each batch that counted, microseconds (on a CPU
+            target their summary is the time every speedup uses: :func:`figure_stats`).
+        gross_us: Each counted batch's per-call time with the flips and digests left in,
+            microseconds (a CPU target's figure on small calls).
+    """
+
+    per_call_us: float
+    ping_us: float
+    calls: int
+    batches: int
+    best_calls: int
+    worker_us: float
+    figures_us: tuple[float, ...] = ()
+    gross_us: tuple[float, ...] = ()
+
+    def to_json(self) -> dict[str, float | int]:
+        """JSON form (microseconds and counts)."""
+        return {
+            "per_call_us": self.per_call_us,
+            "ping_us": self.ping_us,
+            "calls": self.calls,
+            "batches": self.batches,
+            "best_calls": self.best_calls,
+            "worker_us": self.worker_us,
+        }
+
+
+def read(batches: Sequence[Batch], *, planned: int = 0) -> Reading:
+    """U over ``batches``, with the smallest channel round trip subtracted from each.
+
+    The smallest ping subtracts the least, so the figure errs towards a slower candidate.
+    Only batches of at least ``planned`` calls count when there are any: a short batch's
+    share of the request's own overhead is large, and so is its allowance
+    (:func:`bound_us`), so a figure from the sizing batch alone would let a timer lie by
+    that much.
+    """
+    if not batches:
+        raise ValueError("no batches")
+    ping = min(b.ping_s for b in batches)
+    counted = [b for b in batches if b.calls >= planned] or list(batches)
+    best = min(counted, key=lambda b: b.per_call_us(ping))
+    return Reading(
+        per_call_us=best.per_call_us(ping),
+        ping_us=ping * 1e6,
+        calls=sum(b.calls for b in batches),
+        batches=len(batches),
+        best_calls=best.calls,
+        worker_us=best.worker_s / best.calls * 1e6,
+        figures_us=tuple(b.per_call_us(ping) for b in counted),
+        gross_us=tuple(b.gross_us(ping) for b in counted),
+    )
+
+
+def figure_stats(reading: Reading, *, gross: bool = False) -> TimingStats:
+    """The parent's time per call over the batches that counted, as timing stats.
+
+    ``median_us`` carries U, the fastest batch's per-call time (noise only adds time, and a
+    batch of a few calls is noisy: the median of a slow kernel's batches of two calls came out
+    35% above their fastest); the rest summarise the batches (``n``: their number).
+    ``gross``: the batches' times with the flips and digests left in (``median_us`` their
+    fastest).
+    """
+    if gross and reading.gross_us:
+        return dataclasses.replace(summarize(reading.gross_us), median_us=min(reading.gross_us))
+    spread = summarize(reading.figures_us or (reading.per_call_us,))
+    return dataclasses.replace(spread, median_us=reading.per_call_us)
+
+
+def conclude(
+    batches: Sequence[Batch], reported: float, settings: WallSettings, max_calls: int | None
+) -> Reading:
+    """The reading that decides: over batches of the size the calls called for."""
+    planned = calls_for(max(reported, read(batches).per_call_us), settings, max_calls)
+    return read(batches, planned=planned)
+
+
+def reported_us(device: TimingStats, issue: TimingStats | None, *, serial: bool = False) -> float:
+    """The figure U is held to, microseconds.
+
+    Args:
+        device: The candidate's device-time stats (on the CPU: its wall time).
+        issue: Its host issue-time stats, if the target has them.
+        serial: Whether host issue and device work can follow each other instead of
+            overlapping (GPU: a call that synchronises, e.g. to read a length back, leaves the
+            device idle while it issues, so back to back a call costs issue + device time).
+            On the CPU the issue time is the work itself: the larger of the two.
+    """
+    issue_us = issue.median_us if issue is not None else 0.0
+    if serial:
+        return device.median_us + issue_us
+    return max(device.median_us, issue_us)
+
+
+def bound_us(reported: float, settings: WallSettings, calls: int | None = None) -> float:
+    """The largest U the reported figure (microseconds) explains for batches of ``calls``.
+
+    ``calls`` None: the bound for one call alone (the whole per-request overhead).
+    """
+    per_request = settings.overhead_us / max(1, calls or 1)
+    return reported * (1.0 + settings.tolerance) + settings.margin_us + per_request
+
+
+def judge(reading: Reading, reported: float, settings: WallSettings) -> Failure | None:
+    """The decision: a failure when the parent's U is more than ``reported`` explains.
+
+    Args:
+        reading: The parent's figures.
+        reported: The worker's figure for one call (:func:`reported_us`), microseconds.
+        settings: Tolerance and margins.
+
+    Returns:
+        ``timing_mismatch`` naming both figures, or None.
+    """
+    bound = bound_us(reported, settings, reading.best_calls)
+    if reading.per_call_us <= bound:
+        return None
+    reason = (
+        f"the parent's clock saw {reading.per_call_us:.0f} us per call over "
+        f"{reading.best_calls} back-to-back calls (best of {reading.batches} batches, the "
+        f"channel's {reading.ping_us:.0f} us round trip subtracted); the worker reported "
+        f"{reported:.0f} us (allowed: {bound:.0f} us)"
+    )
+    return Failure(Code.TIMING_MISMATCH, reason)
+
+
+def calls_for(
+    per_call_us: float, settings: WallSettings, max_calls: int | None = None, scale: float = 1.0
+) -> int:
+    """Calls making a batch of about ``settings.batch_us`` x ``scale``, within the call bounds.
+
+    ``max_calls`` lowers the upper bound (the outputs a batch may keep for verification).
+    """
+    top = settings.max_calls if max_calls is None else max(1, min(settings.max_calls, max_calls))
+    wanted = settings.batch_us * scale / max(per_call_us, 1e-3)
+    return int(min(top, max(min(settings.min_calls, top), math.ceil(wanted))))
+
+
+class Client(Protocol):
+    """What the check needs of :class:`evals.harness.worker_link.worker_client.WorkerClient`."""
+
+    def request(
+        self, header: dict[str, Any], timeout_s: float | None = None
+    ) -> tuple[dict[str, Any], Buffer]:
+        """Send ``header``; the worker's answer."""
+        ...
+
+
+class Verifier(Protocol):
+    """Checks one batch's outputs.
+
+    Implemented by :class:`evals.harness.clock_checks.wall_verify.BatchVerifier`.
+    """
+
+    def __call__(
+        self, *, calls: int, shifts: Sequence[int], digest_seed: int, digests: list[str]
+    ) -> float:
+        """Verify the batch (raises :class:`WallFailure`); the digests' cost, seconds."""
+        ...
+
+    def flip_cost(self, calls: int) -> float:
+        """Flipping the queries of a batch of ``calls``, seconds, as the parent does it."""
+        ...
+
+
+class WallFailure(Exception):
+    """A batch that did not do its work: carries the failure."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.reason)
+        self.failure = failure
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the batches of one check are run and verified.
+
+    Attributes:
+        ping_s: The channel's round trip as the parent measured it, seconds (subtracted).
+        verify: Checks each batch's outputs; None only in tests of the timing alone.
+        max_calls: Calls a batch may have at most (the outputs it may keep).
+        timeout_s: Per request, seconds.
+        meter: Times the batches' requests; None: the ``clock`` the check runs on.
+        q_numel: Elements of a call's q where each call's q is flipped afresh in the batch
+            (:mod:`evals.harness.clock_checks.query_flips`), else 0.
+    """
+
+    ping_s: float = 0.0
+    verify: Verifier | None = None
+    max_calls: int | None = None
+    timeout_s: float | None = None
+    meter: Meter | None = None
+    q_numel: int = 0
+
+
+def run_round(
+    client: Client,
+    reported: float,
+    settings: WallSettings,
+    *,
+    count: int | None = None,
+    seed: int = 0,
+    plan: Plan = Plan(),
+    budget_s: float | None = None,
+    clock: Clock = time.perf_counter,
+    before: Sequence[Batch] = (),
+    scale: float = 1.0,
+) -> list[Batch]:
+    """One round of up to ``count`` batches (default ``settings.batches``).
+
+    ``before``: the batches of earlier rounds, whose sizes and readings this round goes on
+    from (a later round does not start over from the smallest batch); ``scale``: how many
+    times ``settings.batch_us`` its batches aim at (see :func:`_next_calls`).
+
+    The round starts with the worker making what its digests need (untimed). Each
+    batch is a no-op (for the record) and the batch, with its calls' flip offsets drawn from
+    ``seed``, both timed on ``plan.meter`` (default: ``clock``); then the batch is verified
+    (``plan.verify``), which also says what the digests and flips cost the parent. The first
+    batch has ``min_calls`` calls;
+    each later one is sized from the larger of ``reported`` (microseconds) and the parent's
+    reading so far, growing at most :data:`GROWTH`-fold on the largest so far (a short
+    batch's reading carries the request's whole overhead: sized from it alone, batches of
+    short calls would stay short). No batch starts once ``budget_s`` (default
+    ``settings.budget_s``) has passed and a batch of the planned size has run.
+    """
+    budget = settings.budget_s if budget_s is None else budget_s
+    start = clock()
+    batches: list[Batch] = []
+    calls = _next_calls(before, reported, settings, plan.max_calls, scale, left_s=budget)
+    # the digests' weights made once per round, before any batch (fresh ones per batch would
+    # put their generation, milliseconds for a large GPU output, inside the meter)
+    digest_seed = derive_seed(seed, "digest")
+    client.request({"op": "wall", "warm": digest_seed}, timeout_s=plan.timeout_s)
+    meter = plan.meter or _metered(clock)
+    while len(batches) < (settings.batches if count is None else count):
+        offsets = query_flips.shifts(derive_seed(seed, "flips", len(batches)), calls,
+                                     plan.q_numel) if plan.q_numel else []  # fmt: skip
+        noop = {"op": "wall", "n": 0}
+        worker_ping = _round_trip(client, noop, plan.timeout_s, meter)[0]
+        batch = {"op": "wall", "n": calls, "digest_seed": digest_seed, "shifts": offsets}
+        wall, header = _round_trip(client, batch, plan.timeout_s, meter)
+        digest_s = 0.0
+        if plan.verify is not None:
+            raw = header.get("digests")  # the candidate's process wrote it: strings or a fail
+            strings = isinstance(raw, list) and all(isinstance(d, str) for d in raw)
+            digests = list(raw) if isinstance(raw, list) and strings else []
+            if len(digests) != calls:
+                got = len(raw) if isinstance(raw, list) else "no"
+                reason = f"a wall-clock batch of {calls} calls answered {got} digests"
+                raise WallFailure(Failure(Code.TIMING_MISMATCH, reason))
+            digest_s = plan.verify(
+                calls=calls, shifts=offsets, digest_seed=digest_seed, digests=digests
+            )
+        said = header.get("batch_s")
+        worker_s = float(said) if isinstance(said, int | float) else 0.0  # the record only
+        flip_s = plan.verify.flip_cost(calls) if plan.verify is not None else 0.0
+        batches.append(Batch(calls, wall, plan.ping_s, worker_s, digest_s, worker_ping, flip_s))
+        left = budget - (clock() - start)
+        calls = _next_calls([*before, *batches], reported, settings, plan.max_calls, scale, left)
+        planned = any(b.calls >= calls for b in batches)
+        if planned and left <= 0:
+            break
+    return batches
+
+
+def _next_calls(
+    batches: Sequence[Batch],
+    reported: float,
+    settings: WallSettings,
+    max_calls: int | None,
+    scale: float = 1.0,
+    left_s: float = math.inf,
+) -> int:
+    """The next batch's calls: ``min_calls`` first, then sized from the readings so far.
+
+    A later round (``scale`` > 1) sizes from the reported figure alone, ``scale`` times
+    longer: a round that failed may have been sized from a reading a busy host inflated
+    (each request's wake-ups spread over few calls), and longer batches spread them thinner;
+    but never longer than the reading so far says fits in ``left_s`` seconds (a call far
+    slower than it claims cannot run a long batch).
+    """
+    if not batches:
+        return calls_for(math.inf, settings, max_calls)
+    reading = read(batches).per_call_us
+    if scale <= 1:
+        return min(calls_for(max(reported, reading), settings, max_calls),
+                   GROWTH * max(b.calls for b in batches))  # fmt: skip
+    fits = math.floor(max(0.0, left_s) * 1e6 / max(reading, 1e-3))
+    wanted = min(calls_for(reported, settings, max_calls, scale), max(settings.min_calls, fits))
+    return min(wanted, GROWTH * max(b.calls for b in batches))
+
+
+def measure(
+    client: Client,
+    reported: float,
+    settings: WallSettings,
+    *,
+    seed: int = 0,
+    plan: Plan = Plan(),
+    clock: Clock = time.perf_counter,
+) -> tuple[list[Batch], int]:
+    """The batches behind U and the rounds they took (see :class:`WallSettings`).
+
+    A first round within ``budget_s``; while U fails :func:`judge`, up to ``retries`` more
+    rounds of twice the batches each, none started after ``max_s``.
+    """
+    start = clock()
+    batches = run_round(client, reported, settings, seed=seed, plan=plan, clock=clock)
+    rounds, count = 1, settings.batches
+    while rounds <= settings.retries:
+        if judge(conclude(batches, reported, settings, plan.max_calls), reported, settings) is None:
+            break
+        left = settings.max_s - (clock() - start)
+        if left <= 0:
+            break
+        count *= 2
+        batches += run_round(
+            client,
+            reported,
+            settings,
+            count=count,
+            seed=derive_seed(seed, "round", rounds),
+            plan=plan,
+            budget_s=left,
+            clock=clock,
+            before=batches,
+            scale=float(GROWTH**rounds),
+        )
+        rounds += 1
+    return batches, rounds
+
+
+def _metered(clock: Clock) -> Meter:
+    """A meter reading ``clock`` before and after the request."""
+
+    def meter(request: Callable[[], Any]) -> tuple[float, Any]:
+        t0 = clock()
+        answer = request()
+        return clock() - t0, answer
+
+    return meter
+
+
+def _round_trip(
+    client: Client, header: dict[str, Any], timeout_s: float | None, meter: Meter
+) -> tuple[float, dict[str, Any]]:
+    seconds, (answer, _) = meter(lambda: client.request(header, timeout_s=timeout_s))
+    return seconds, answer

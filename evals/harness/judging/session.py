@@ -1,0 +1,152 @@
+"""What judging needs across its phases: the session, its tally, seeds, references, unpacking."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from evals.harness.clock_checks.audit_record import RoundAudit
+from evals.harness.contract.scenarios import Scenario
+from evals.harness.measurement.gpu import Ceilings
+from evals.harness.targets import Inputs, Target
+from evals.harness.verdict.failures import Failure
+from evals.harness.verdict.record import ScenarioResult
+from evals.harness.verification.verify import Check, check_meta, check_values
+from evals.harness.worker_link import channel
+from evals.harness.worker_link.worker_client import WorkerClient
+
+
+def derive_seed(seed: int, *parts: object) -> int:
+    """A 62-bit seed derived from ``seed`` and ``parts``."""
+    digest = hashlib.sha256("/".join(map(str, (seed, *parts))).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 2
+
+
+def timing_seeds(session: Session, scenario: Scenario, attempt: int) -> list[int]:
+    """The input-set seeds of timing round ``attempt`` of ``scenario`` (at least 3 sets)."""
+    n_sets = max(3, session.target.inputs_per_scenario)
+    return [derive_seed(session.seed, scenario.id, "time", attempt, i) for i in range(n_sets)]
+
+
+Progress = Callable[[int, int, ScenarioResult], None]
+"""Hears of each judged scenario: (done, total, result)."""
+
+
+@dataclass
+class Tally:
+    """Seconds a run spent, by where they went.
+
+    Candidate calls, upstream calls, the parent's reference checks, the trace and unpacking
+    outputs; the workers' start and warm-up (``start_s``: before the lock on a GPU target);
+    ceilings and the trace's kernel list (``setup_s``); all requests (``requests_s``) and the
+    worker's share of them (``worker_s``).
+    """
+
+    candidate_s: float = 0.0
+    upstream_s: float = 0.0
+    reference_s: float = 0.0
+    trace_s: float = 0.0
+    unpack_s: float = 0.0
+    start_s: float = 0.0
+    setup_s: float = 0.0
+    requests_s: float = 0.0
+    worker_s: float = 0.0
+
+
+@dataclass
+class Session:
+    """What judging a scenario needs: the target, the worker, the run's seed and command."""
+
+    target: Target
+    client: WorkerClient
+    seed: int
+    command: str
+    ceilings: Ceilings | None = None
+    tally: Tally = field(default_factory=Tally)
+    own_kernels: frozenset[str] | None = None
+    """The candidate's kernel names for the GPU trace check; None where it does not apply."""
+    upstreams: WorkerClient | None = None
+    """The worker that times the upstreams: a process that never loads the candidate."""
+    audits: dict[str, list[RoundAudit]] = field(default_factory=dict)
+    """Per scenario id, the candidate's metered timing rounds awaiting their null rounds."""
+    upstream_issue_us: float = 0.0
+    """GPU: the slowest median host issue time of any upstream round so far in this run."""
+
+
+def check_each(
+    target: Target, scenario: Scenario, outs: list[torch.Tensor], inputs: Inputs
+) -> list[Failure | None]:
+    """Apply the accuracy rule to each of ``outs``, all computed from ``inputs``.
+
+    The float64 reference and the baseline are computed once for all of them: the reference
+    is most of a check's cost.
+    """
+    spec = target.expected_output(scenario)
+    failures: list[Failure | None] = [check_meta(out, spec) for out in outs]
+    if all(f is not None for f in failures):
+        return failures
+    reference, baseline = expected(target, scenario, inputs)
+    for i, out in enumerate(outs):
+        if failures[i] is None:
+            failures[i] = check_output(target, scenario, out, reference, baseline).failure
+    return failures
+
+
+def check_output(
+    target: Target,
+    scenario: Scenario,
+    out: torch.Tensor,
+    reference: torch.Tensor,
+    baseline: torch.Tensor | None,
+) -> Check:
+    """The target's accuracy rule on ``out`` for ``scenario`` (its meta already checked)."""
+    return check_values(
+        out,
+        reference=reference,
+        baseline=baseline,
+        rule=target.accuracy,
+        dtype=str(target.expected_output(scenario).dtype).removeprefix("torch."),
+        value_scale=target.value_scale(scenario),
+        rounding=target.score_rounding(scenario),
+    )
+
+
+def expected(
+    target: Target, scenario: Scenario, inputs: Inputs
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The float64 reference and the accuracy baseline's output, computed in this process.
+
+    On a contract scenario the baseline may be None: an upstream that cannot run an input the
+    contract allows does not excuse the candidate (the rounded reference stands in).
+    """
+    reference = target.reference(scenario, inputs)
+    try:
+        baseline = target.upstream(target.accuracy.baseline).prepare(inputs)()
+    except Exception:
+        if not scenario.contract:
+            raise
+        return reference, None
+    return reference, baseline
+
+
+def unpack(
+    session: Session, metas: list[dict[str, Any]], payload: channel.Buffer
+) -> list[torch.Tensor]:
+    """Rebuild the worker's tensors (onto the GPU for GPU targets), counting the seconds."""
+    t0 = time.monotonic()
+    try:
+        return channel.unpack_tensors(metas, payload)
+    finally:
+        session.tally.unpack_s += time.monotonic() - t0
+
+
+def note_peak(result: ScenarioResult, process: str, peak: object) -> None:
+    """Keep the largest GPU memory reserved by ``process`` (worker or harness) in this scenario."""
+    if isinstance(peak, int | float):
+        key = f"{process}_peak_gib"
+        result.memory[key] = max(result.memory.get(key, 0.0), peak / 2**30)
