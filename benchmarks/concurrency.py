@@ -128,16 +128,17 @@ def self_check(target: str, upstream: str, suite: str, path: Path, t0: float) ->
     started = time.monotonic()
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
+    from evals.bench.run_cost import RunCost
+    from evals.harness.verdict.record import Verdict
+
     try:
-        verdict = json.loads(path.read_text())
+        verdict = Verdict.from_json(json.loads(path.read_text()))
     except (OSError, ValueError):
         tail = " | ".join((done.stderr or "").strip().splitlines()[-2:])
         return SelfCheck(
             None, started - t0, 0.0, wall, f"no verdict (rc {done.returncode}): {tail}"
         )
-    from evals.bench.run_cost import RunCost
-
-    geomean = verdict["aggregates"]["geomean_speedup"].get(upstream)
+    geomean = verdict.aggregates.geomean_speedup.get(upstream)
     cost = RunCost.from_verdict("bench", verdict)
     error = None if geomean else "no geomean"
     return SelfCheck(geomean, started - t0, cost.lock_waited_s, wall, error, cost.lock_held_s)

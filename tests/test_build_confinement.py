@@ -177,4 +177,4 @@ def test_a_harness_error_forged_onto_the_channel_is_never_the_scorers_fault():
     verdict = evaluate(RunSettings("check", "cpu_attention", cheat, suite="smoke"))
     codes = [r.failure.code for r in verdict.results if r.failure is not None]
     assert codes and codes[0] == Code.EXCEPTION
-    assert verdict.status == "failed" and verdict_fault(verdict.to_json()) is None
+    assert verdict.status == "failed" and verdict_fault(verdict) is None

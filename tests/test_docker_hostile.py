@@ -34,6 +34,7 @@ from inspect_ai.model import get_model
 
 from evals.bench import harness_exec
 from evals.bench.settings import TaskSettings
+from evals.harness.verdict.record import Verdict
 from tests.helpers import ROOT
 from tests.test_docker_sandbox import (  # noqa: F401  (fixtures: the engine, the image)
     _docker,
@@ -133,8 +134,10 @@ def _tool_text(log: EvalLog) -> str:
     return "\n".join(m.text for m in log.samples[0].messages if m.role == "tool")
 
 
-def _sdpa_geomean(verdict: dict[str, Any]) -> float:
-    return float(verdict["aggregates"]["geomean_speedup"]["sdpa"])
+def _sdpa_geomean(verdict: Verdict) -> float:
+    found = verdict.aggregates.geomean_speedup["sdpa"]
+    assert found is not None, verdict.aggregates
+    return float(found)
 
 
 def test_a_hostile_agent_gets_its_honest_score_recorded(hostile):
@@ -180,7 +183,7 @@ class RelayRun:
     """One run of the scorer relay, called as Inspect calls it (``docker exec``, ``timeout``)."""
 
     returncode: int
-    verdict: dict[str, Any] | None
+    verdict: Verdict | None
     reason: str | None
     notes: dict[str, Any]
     stderr: str
@@ -247,16 +250,16 @@ def test_a_kernel_forking_a_process_at_load_never_scores_inflated(hostile):
     left = _leftovers(containers["scorer"])
     print(
         f"forking kernel: exit {run.returncode} in {run.seconds:.0f} s; "
-        f"{run.verdict and (run.verdict['status'], run.verdict.get('failure'))}, {run.reason}"
+        f"{run.verdict and (run.verdict.status, run.verdict.failure)}, {run.reason}"
         f"; after: {run.notes.get('after')}; left: {left}"
     )
     if run.verdict is None:  # the run did not finish (a harness's fault, never a score)
         assert run.returncode in (124, 137), (run.reason, run.stderr[-2000:])
-    elif run.verdict["status"] == "ok":  # its honest figure, never the 9x its child writes
-        assert _sdpa_geomean(run.verdict) < 5, run.verdict["aggregates"]
+    elif run.verdict.status == "ok":  # its honest figure, never the 9x its child writes
+        assert _sdpa_geomean(run.verdict) < 5, run.verdict.aggregates
         assert run.notes["after"]["kept_in_memory"] is True
     else:
-        assert run.verdict["status"] == "failed", run.verdict.get("failure")
+        assert run.verdict.status == "failed", run.verdict.failure
     # whatever it left is killed when the next run starts (next test), or it left nothing
     assert all(pid > 1 for pid in left)
 
@@ -292,7 +295,7 @@ def test_a_process_rewriting_the_verdict_during_a_run_changes_nothing_and_is_kil
     assert earlier <= killed_before, (earlier, run.notes["before"])
     outlived = [p["cmd"] for p in run.notes["after"]["outlived"]]
     assert any("kernelseek-verdict-" in cmd for cmd in outlived), outlived
-    assert run.verdict["status"] == "ok" and _sdpa_geomean(run.verdict) < 5
+    assert run.verdict.status == "ok" and _sdpa_geomean(run.verdict) < 5
     rewrote = _docker("exec", scorer, "sh", "-c", "cat /tmp/rewrote 2>/dev/null; true").stdout
     assert run.notes["after"]["verdict_file_changed"] is bool(rewrote.strip()), rewrote
     assert _leftovers(scorer) == set(), processes(scorer)

@@ -1,6 +1,7 @@
 """Each harness run's cost (build, lock wait and hold, timed calls) and its transcript event."""
 
 import asyncio
+import json
 from types import SimpleNamespace
 
 from inspect_ai.log import transcript
@@ -9,15 +10,17 @@ from inspect_ai.util import ExecResult
 from evals.bench import harness_exec
 from evals.bench.run_cost import EVENT_KEY, RunCost, run_costs
 from evals.bench.settings import TaskSettings
+from evals.harness.pipeline.device_lock import LockRecord
+from evals.harness.verdict.record import Verdict
 
 CPU_TASK = TaskSettings(
     target="cpu_attention", suite="smoke", score_suite="smoke", upstream="sdpa", sandbox="local"
 )
-VERDICT = {
-    "status": "ok",
-    "timing": {"wall_s": 30.0, "build_s": 8.0, "candidate_calls_s": 2.5, "upstream_calls_s": 1.5},
-    "lock": {"waited_s": 4.0, "acquired_at": 1000.0, "released_at": 1020.0},
-}
+VERDICT = Verdict(
+    "bench", "cpu_attention", "smoke", {}, None, "ok",
+    timing={"wall_s": 30.0, "build_s": 8.0, "candidate_calls_s": 2.5, "upstream_calls_s": 1.5},
+    lock=LockRecord("cpu", "/tmp/lock", waited_s=4.0, acquired_at=1000.0, released_at=1020.0),
+)  # fmt: skip
 
 
 def test_a_verdict_gives_its_build_lock_and_timed_seconds():
@@ -27,11 +30,15 @@ def test_a_verdict_gives_its_build_lock_and_timed_seconds():
         lock_waited_s=4.0, lock_held_s=20.0, acquired_at=1000.0, timed_calls_s=4.0,
     )  # fmt: skip
     assert RunCost.from_json({**cost.to_json(), "later_field": 1}) == cost
+    # a saved verdict's JSON, read back as benchmarks/concurrency.py reads one, costs the same
+    again = Verdict.from_json(json.loads(json.dumps(VERDICT.to_json())))
+    assert RunCost.from_verdict("bench", again, gpu="GPU-a") == cost
 
 
 def test_a_run_without_verdict_or_lock_costs_nothing_measured():
     assert RunCost.from_verdict("score", None) == RunCost(command="score", status="none")
-    never_locked = {"status": "error", "timing": {"wall_s": 3.0}, "lock": None}
+    never_locked = Verdict("check", "cpu_attention", "smoke", {}, None, "error",
+                           timing={"wall_s": 3.0})  # fmt: skip
     cost = RunCost.from_verdict("check", never_locked)
     assert (cost.lock_held_s, cost.acquired_at, cost.wall_s) == (0.0, None, 3.0)
 
@@ -61,9 +68,8 @@ class VerdictSandbox:
         import json
 
         nonce = input.strip()
-        body = {**self.verdict, "schema": harness_exec.VERDICT_SCHEMA, "command": "bench",
-                "kernel": {"sha256": hashlib.sha256(b"kernel source").hexdigest()},
-                "scenarios": [], "aggregates": {}}  # fmt: skip
+        body = {**self.verdict.to_json(), "command": "bench",
+                "kernel": {"sha256": hashlib.sha256(b"kernel source").hexdigest()}}  # fmt: skip
         return ExecResult(True, 0, f"table\n{nonce}\n{json.dumps(body)}\n", "")
 
 

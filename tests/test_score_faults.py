@@ -9,6 +9,7 @@ from evals.bench import TaskSettings, kernel_task
 from evals.bench.faults import ENVIRONMENT, HARNESS, HarnessFault, verdict_fault
 from evals.bench.harness_exec import HarnessRun
 from evals.bench.scorer import score_from_run
+from evals.harness.verdict.record import VERDICT_SCHEMA, Verdict
 from tests.helpers import ROOT
 
 
@@ -18,7 +19,11 @@ def _verdict(status, failure=None, scenario_failures=(None,)):
         for i, f in enumerate(scenario_failures)
     ]
     passed = sum(1 for s in scenarios if s["correct"])
-    return {
+    return Verdict.from_json({
+        "schema": VERDICT_SCHEMA,
+        "command": "score",
+        "target": "cpu_attention",
+        "suite": "smoke",
         "status": status,
         "failure": failure,
         "scenarios": scenarios,
@@ -28,7 +33,7 @@ def _verdict(status, failure=None, scenario_failures=(None,)):
             "all_correct": bool(scenarios) and passed == len(scenarios),
             "geomean_speedup": {},
         },
-    }
+    })
 
 
 def _fail(code, reason="why"):
@@ -106,9 +111,9 @@ def test_a_gpu_task_on_a_machine_without_one_errors_the_sample(tmp_path, target,
 def test_a_dry_runs_score_says_so_first():
     note = "dry run on sm_90, not a Blackwell measurement"
     verdict = _verdict("failed", None, [_fail("inaccurate", "exceeds tolerance")])
-    verdict["provenance"] = {"device": {"arch": "sm_90a", "note": note}}
+    verdict.provenance = {"device": {"arch": "sm_90a", "note": note}}
     score = score_from_run(HarnessRun(1, "", verdict, None, "0" * 64, None), "fa4")
     assert score.explanation.startswith(f"[{note}] 0/1 scenarios correct")
-    verdict["provenance"] = {"device": {"arch": "sm_100a"}}
+    verdict.provenance = {"device": {"arch": "sm_100a"}}
     score = score_from_run(HarnessRun(1, "", verdict, None, "0" * 64, None), "fa4")
     assert score.explanation.startswith("0/1 scenarios correct")

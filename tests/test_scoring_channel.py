@@ -30,6 +30,8 @@ def _forged(sha=SHA, status="ok"):
     return {
         "schema": "kernelseek.verdict/1",
         "command": "score",
+        "target": "cpu_attention",
+        "suite": "smoke",
         "status": status,
         "kernel": {"path": "kernel.cpp", "sha256": sha},
         "scenarios": scen,

@@ -114,15 +114,23 @@ def test_aggregates_keep_the_headline_over_study_scenarios_and_contract_ones_apa
 def test_the_scores_speed_figures_leave_the_contract_scenarios_out():
     # evals/bench/scorer.py reads its headline from upstream_summary: study scenarios only
     from evals.bench.summary import category_geomeans, upstream_summary
+    from evals.harness.contract.scenarios import Scenario
+    from evals.harness.measurement.timing import summarize
+    from evals.harness.verdict.record import ScenarioResult, Verdict
 
-    verdict = {"upstreams": {"up": "1"}, "scenarios": [
-        {"id": "a", "params": {}, "speedup": {"up": 2.0}, "contract": False},
-        {"id": "b", "params": {}, "speedup": {"up": 8.0}},
-        {"id": "drawn0-x", "params": {}, "speedup": {"up": 1000.0}, "contract": True,
-         "drawn": True},
-        {"id": "c", "params": {"category": "contract"}, "speedup": {"up": 0.001},
-         "contract": True, "unsupported": {"up": "no"}},
-    ]}
+    def result(sid, speedup, params=None, *, contract=False, drawn=False, unsupported=None):
+        r = ScenarioResult(Scenario(sid, params or {}, contract=contract, drawn=drawn),
+                           correct=True, unsupported=unsupported or {})
+        r.times = {"candidate": summarize([100.0] * 5), "up": summarize([100.0 * speedup] * 5)}
+        return r
+
+    verdict = Verdict("score", "cpu_attention", "smoke", {}, None, "ok", upstreams={"up": "1"},
+                      results=[
+        result("a", 2.0),
+        result("b", 8.0),
+        result("drawn0-x", 1000.0, contract=True, drawn=True),
+        result("c", 0.001, {"category": "contract"}, contract=True, unsupported={"up": "no"}),
+    ])
     summary = upstream_summary(verdict)
     assert summary["up"]["geomean"] == pytest.approx(4.0) and summary["up"]["scenarios"] == 2
     assert summary["up"]["coverage"] == 1.0

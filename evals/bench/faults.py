@@ -10,7 +10,7 @@ and an eval set can retry it. The reason starts with :data:`ENVIRONMENT` or :dat
 
 from __future__ import annotations
 
-from typing import Any
+from evals.harness.verdict.record import Verdict
 
 ENVIRONMENT = "environment:"
 """Prefix of a fault of the machine the harness ran on (GPU, toolkit, compiler, device lock)."""
@@ -27,17 +27,17 @@ class HarnessFault(RuntimeError):
     """The harness could not judge the candidate; the message starts with a fault prefix."""
 
 
-def verdict_fault(verdict: dict[str, Any]) -> str | None:
+def verdict_fault(verdict: Verdict) -> str | None:
     """The prefixed reason when a verdict's failure is the environment's or the harness's.
 
     Looks at the run-wide failure, then at each scenario's (a reference that failed on one
     scenario is the harness's side, not the kernel's). None: every failure is the candidate's.
     """
-    failures = [verdict.get("failure"), *(s.get("failure") for s in verdict.get("scenarios", []))]
+    failures = [verdict.failure, *(r.failure for r in verdict.results)]
     for failure in failures:
-        if not isinstance(failure, dict):
+        if failure is None:
             continue
-        code, reason = str(failure.get("code")), str(failure.get("reason"))
+        code, reason = failure.code.value, failure.reason
         if code in ENVIRONMENT_CODES:
             return f"{ENVIRONMENT} [{code}] {reason}"
         if code in HARNESS_CODES:

@@ -45,10 +45,11 @@ from evals.bench.gpu_pool import Gpu, PoolBusyError, gpu_lease_async
 from evals.bench.run_cost import EVENT_KEY, RunCost
 from evals.bench.settings import TaskSettings
 from evals.bench.targets import bench_target
+from evals.harness.verdict.failures import one_line
+from evals.harness.verdict.record import VERDICT_SCHEMA, Verdict
 
 RESULTS_DIR = ".kernelseek"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding this `evals`
-VERDICT_SCHEMA = "kernelseek.verdict/1"
 LAST_VERDICT_KEY = "kernelseek:last_verdict"
 EXIT_STATUS = {"ok": 0, "failed": 1, "error": 2}
 REQUIRED_KEYS = ("schema", "command", "kernel", "status", "scenarios", "aggregates")
@@ -228,7 +229,7 @@ class HarnessRun:
     Attributes:
         returncode: The harness's exit status (-1: it did not finish).
         table: The harness's table (stdout without the verdict).
-        verdict: The checked verdict, or None.
+        verdict: The checked verdict, read into its typed record, or None.
         error: Why there is no verdict (one line), or None.
         kernel_sha256: Hash of the kernel file read just before the run.
         fault: Set when the run failed for a reason not the candidate's (the environment's
@@ -242,7 +243,7 @@ class HarnessRun:
 
     returncode: int
     table: str
-    verdict: dict[str, Any] | None
+    verdict: Verdict | None
     error: str | None = None
     kernel_sha256: str | None = None
     fault: str | None = None
@@ -283,42 +284,58 @@ def split_output(stdout: str, nonce: str) -> tuple[str, str | None]:
 
 def check_verdict(
     text: str | None, *, returncode: int, command: str, kernel_sha256: str
-) -> tuple[dict[str, Any] | None, str | None]:
-    """Parse and check a verdict; returns (verdict, None) or (None, one-line reason)."""
+) -> tuple[Verdict | None, str | None]:
+    """Parse and check a verdict; returns (verdict, None) or (None, one-line reason).
+
+    The text is read through :meth:`Verdict.from_json` (a verdict it cannot read is rejected
+    with its reason), then its command, its status (against the exit status) and its kernel's
+    hash are checked.
+    """
     if text is None:
         return None, f"the harness wrote no verdict (exit status {returncode})"
     try:
-        verdict = json.loads(text)
+        raw = json.loads(text)
     except ValueError as exc:
         return None, f"the verdict is not JSON: {exc}"
-    if not isinstance(verdict, dict) or any(k not in verdict for k in REQUIRED_KEYS):
+    if not isinstance(raw, dict) or any(k not in raw for k in REQUIRED_KEYS):
         return None, f"the verdict lacks one of {', '.join(REQUIRED_KEYS)}"
-    if verdict["schema"] != VERDICT_SCHEMA:
-        return None, f"verdict schema {verdict['schema']!r} is not {VERDICT_SCHEMA}"
-    if verdict["command"] != command:
-        return None, f"verdict of {verdict['command']!r}, expected {command!r}"
-    if EXIT_STATUS.get(verdict["status"]) != returncode:
-        return None, f"exit status {returncode} disagrees with verdict status {verdict['status']!r}"
-    found = (verdict.get("kernel") or {}).get("sha256")
+    if raw["schema"] != VERDICT_SCHEMA:
+        return None, f"verdict schema {raw['schema']!r} is not {VERDICT_SCHEMA}"
+    try:
+        verdict = Verdict.from_json(raw)
+    except ValueError as exc:
+        return None, one_line(str(exc))
+    if verdict.command != command:
+        return None, f"verdict of {verdict.command!r}, expected {command!r}"
+    if EXIT_STATUS.get(verdict.status) != returncode:
+        return None, f"exit status {returncode} disagrees with verdict status {verdict.status!r}"
+    found = verdict.kernel.get("sha256")
     if found != kernel_sha256:
         return None, f"the verdict is for kernel {str(found)[:12]}, not {kernel_sha256[:12]}"
     return verdict, None
 
 
-def last_verdict(command: Literal["check", "bench", "score"]) -> dict[str, Any] | None:
-    """The checked verdict of this sample's last ``command`` run, or None."""
+def last_verdict(command: Literal["check", "bench", "score"]) -> Verdict | None:
+    """The checked verdict of this sample's last ``command`` run, or None.
+
+    The store keeps it as JSON (:meth:`Verdict.to_json`); it is read back as the typed record.
+    """
     verdicts: dict[str, Any] = store().get(LAST_VERDICT_KEY, {})
-    found: dict[str, Any] | None = verdicts.get(command)
-    return found
+    found = verdicts.get(command)
+    return None if found is None else Verdict.from_json(found)
 
 
-def remember(command: Literal["check", "bench", "score"], verdict: dict[str, Any] | None) -> None:
-    """Keep ``verdict`` as this sample's last ``command`` verdict (None: the last run had none)."""
+def remember(command: Literal["check", "bench", "score"], verdict: Verdict | None) -> None:
+    """Keep ``verdict`` as this sample's last ``command`` verdict (None: the last run had none).
+
+    The store holds JSON: the verdict's :meth:`Verdict.to_json`.
+    """
     verdicts: dict[str, Any] = store().get(LAST_VERDICT_KEY, {})
-    store().set(LAST_VERDICT_KEY, {**verdicts, command: verdict})
+    kept = None if verdict is None else verdict.to_json()
+    store().set(LAST_VERDICT_KEY, {**verdicts, command: kept})
 
 
-async def read_verdict(command: Literal["check", "bench", "score"]) -> dict[str, Any] | None:
+async def read_verdict(command: Literal["check", "bench", "score"]) -> Verdict | None:
     """The verdict of the last ``command`` tool call (kept by the scorer side, not the agent's)."""
     return last_verdict(command)
 

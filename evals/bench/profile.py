@@ -5,8 +5,6 @@ One evaluation of the budget, like ``bench``; the autonomous arm gives it to the
 
 from __future__ import annotations
 
-from typing import Any
-
 from inspect_ai.tool import Tool, tool
 from inspect_ai.util import sandbox
 
@@ -14,20 +12,21 @@ from evals.bench.budget import budgeted_harness
 from evals.bench.settings import TaskSettings
 from evals.bench.targets import bench_target
 from evals.harness.measurement.ncu import ncu_command
+from evals.harness.verdict.record import Verdict
 
 __all__ = ["breakdown", "profile"]
 
 
-def breakdown(verdict: dict[str, Any], upstream: str) -> str:
+def breakdown(verdict: Verdict, upstream: str) -> str:
     """Per scenario: time, share of the suite's time, TFLOP/s, GB/s, speedup; slowest first."""
     rows = []
-    for s in verdict.get("scenarios", []):
-        cand = s.get("times_us", {}).get("candidate")
+    for r in verdict.results:
+        cand = r.times.get("candidate")
         if cand:
-            speed = (s.get("speedup") or {}).get(upstream)
-            rows.append(
-                (cand["median_us"], s["id"], s.get("tflops") or 0.0, s.get("gbps") or 0.0, speed)
-            )
+            speed = r.speedups().get(upstream)
+            tflops = r.flops / cand.median_us / 1e6  # as the verdict's JSON gives them
+            gbps = r.bytes / cand.median_us / 1e3
+            rows.append((cand.median_us, r.scenario.id, tflops or 0.0, gbps or 0.0, speed))
     total = sum(r[0] for r in rows) or 1.0
     lines = ["scenario  time_us  share  TFLOP/s  GB/s  speedup"]
     for us, sid, tf, gb, sp in sorted(rows, reverse=True):
@@ -63,20 +62,20 @@ def profile(settings: TaskSettings) -> Tool:
     return execute
 
 
-async def _ncu(settings: TaskSettings, verdict: dict[str, Any]) -> str:
-    scen = [s for s in verdict.get("scenarios", []) if s.get("times_us")]
+async def _ncu(settings: TaskSettings, verdict: Verdict) -> str:
+    scen = [r for r in verdict.results if r.times]
     if not scen:
         return "ncu: no timed scenario"
-    slowest = max(scen, key=lambda s: s["times_us"]["candidate"]["median_us"])
+    slowest = max(scen, key=lambda r: r.times["candidate"].median_us)
     cmd = ncu_command(
         settings.harness_command(),
         target=settings.target,
         kernel=settings.kernel_file,
         suite=settings.suite,
-        scenario=slowest["id"],
+        scenario=slowest.scenario.id,
     )
     try:
         result = await sandbox().exec(cmd, timeout=settings.check_timeout)
     except Exception as exc:
         return f"ncu unavailable: {type(exc).__name__}: {exc}"
-    return f"ncu ({slowest['id']}):\n{(result.stdout or result.stderr)[-4000:]}"
+    return f"ncu ({slowest.scenario.id}):\n{(result.stdout or result.stderr)[-4000:]}"

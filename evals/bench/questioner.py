@@ -70,22 +70,22 @@ class Questioner:
         verdict = await read_verdict("bench") if "bench" in names else None
         if verdict is None:  # no bench, or no verdict (e.g. a build error): nothing to learn
             return []
-        agg = verdict["aggregates"]
-        geomean = agg["geomean_speedup"].get(self.task.upstream) if agg["all_correct"] else None
-        scen = verdict.get("scenarios", [])
+        agg = verdict.aggregates
+        geomean = agg.geomean_speedup.get(self.task.upstream) if agg.all_correct else None
+        speeds = [(r, r.speedups().get(self.task.upstream)) for r in verdict.results]
         self.worst = sorted(
             (
                 {
-                    "id": s["id"],
-                    "category": s["params"].get("category"),
-                    "speedup": (s.get("speedup") or {}).get(self.task.upstream),
+                    "id": r.scenario.id,
+                    "category": r.scenario.params.get("category"),
+                    "speedup": speed,
                 }
-                for s in scen
-                if (s.get("speedup") or {}).get(self.task.upstream)
+                for r, speed in speeds
+                if speed
             ),
             key=lambda s: s["speedup"],
         )
-        flags = [f for s in scen for f in s.get("flags", [])]
+        flags = [f for r in verdict.results for f in r.flags]
         return await self._handle(
             [self.gain.on_bench(geomean, flags), self.stall.on_bench(geomean)]
         )

@@ -106,12 +106,14 @@ class StageController:
         stage = self.recipe.stages[self.index]
         if stage.exit == "check_passes" and "check" in names:
             verdict = await read_verdict("check")
-            if verdict is not None and verdict["status"] == "ok":
+            if verdict is not None and verdict.status == "ok":
                 return self._advance("check_passes")
         if "bench" in names:
             verdict = await read_verdict("bench")
-            agg = verdict["aggregates"] if verdict else None
-            geo = agg["geomean_speedup"].get(self.upstream) if agg and agg["all_correct"] else None
+            agg = verdict.aggregates if verdict is not None else None
+            geo = None
+            if agg is not None and agg.all_correct:
+                geo = agg.geomean_speedup.get(self.upstream)
             if geo is not None and geo > self.best:
                 self.best = geo
                 if stage.exit == "new_best":

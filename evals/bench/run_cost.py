@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evals.harness.pipeline.device_lock import LockRecord
+from evals.harness.verdict.record import Verdict
 
 __all__ = ["EVENT_KEY", "RunCost", "run_costs"]
 
@@ -56,17 +57,17 @@ class RunCost:
 
     @classmethod
     def from_verdict(
-        cls, command: str, verdict: Mapping[str, Any] | None, *, gpu: str | None = None
+        cls, command: str, verdict: Verdict | None, *, gpu: str | None = None
     ) -> RunCost:
         """The cost of a run from its checked verdict (None: a run that left no verdict)."""
         if verdict is None:
             return cls(command=command, status="none", gpu=gpu)
-        timing = verdict.get("timing") or {}
-        lock = LockRecord.from_json(verdict.get("lock"))
-        shared = LockRecord.from_json(verdict.get("check_lock"))
+        timing = verdict.timing
+        lock = verdict.lock or LockRecord.from_json(None)
+        shared = verdict.check_lock or LockRecord.from_json(None)
         return cls(
             command=command,
-            status=str(verdict.get("status")),
+            status=str(verdict.status),
             gpu=gpu,
             wall_s=_seconds(timing.get("wall_s")),
             build_s=_seconds(timing.get("build_s")),

@@ -31,6 +31,7 @@ from evals.bench.metrics import (
 from evals.bench.processes import stop_agent_processes
 from evals.bench.settings import Isolation, TaskSettings
 from evals.bench.summary import category_geomeans, scenario_rows, upstream_summary
+from evals.harness.verdict.record import Verdict
 
 ZERO = {"success": 0.0, "speedup": 0.0, "speedup_vs_fastest": 0.0, "passed": 0.0, "coverage": 0.0}
 
@@ -56,28 +57,26 @@ def score_from_run(run: HarnessRun, upstream: str, extra: dict[str, Any] | None 
     if run.verdict is None:
         return Score(value=dict(ZERO), explanation=f"no verdict: {run.error}", metadata=meta)
     verdict = run.verdict
-    agg = verdict["aggregates"]
+    agg = verdict.aggregates
     ups = upstream_summary(verdict)
-    meta |= {
+    meta |= {  # the metadata is JSON: the verdict's parts in their JSON form
         "scenarios": scenario_rows(verdict),
         "upstreams": ups,
         "categories": category_geomeans(verdict, upstream),
-        "flags": verdict.get("flags"),
-        "provenance": verdict.get("provenance"),
-        "seed": verdict.get("seed"),
-        "suite": verdict.get("suite"),
-        "status": verdict.get("status"),
-        "failure": verdict.get("failure"),
+        "flags": list(verdict.flags),
+        "provenance": dict(verdict.provenance),
+        "seed": verdict.seed,
+        "suite": verdict.suite,
+        "status": verdict.status,
+        "failure": verdict.failure.to_json() if verdict.failure else None,
     }
-    passed = agg["passed"] / agg["scenarios"] if agg["scenarios"] else 0.0
+    passed = agg.passed / agg.scenarios if agg.scenarios else 0.0
     coverage = (ups.get(upstream) or {}).get("coverage", 0.0)
-    if not agg["all_correct"]:
+    if not agg.all_correct:
         failures = [
-            f"{s['id']}: {s['failure']['reason']}" for s in verdict["scenarios"] if s.get("failure")
+            f"{r.scenario.id}: {r.failure.reason}" for r in verdict.results if r.failure is not None
         ][:5]
-        explanation = f"{agg['passed']}/{agg['scenarios']} scenarios correct; " + "; ".join(
-            failures
-        )
+        explanation = f"{agg.passed}/{agg.scenarios} scenarios correct; " + "; ".join(failures)
         value = {**ZERO, "passed": passed, "coverage": coverage}
         return Score(value=value, explanation=_noted(verdict, explanation), metadata=meta)
     value = {
@@ -88,11 +87,11 @@ def score_from_run(run: HarnessRun, upstream: str, extra: dict[str, Any] | None 
         "coverage": coverage,
     }
     explanation = (
-        f"all {agg['scenarios']} scenarios correct; geomean speedup {value['speedup']:.3f}x vs "
+        f"all {agg.scenarios} scenarios correct; geomean speedup {value['speedup']:.3f}x vs "
         f"{upstream} (coverage {coverage:.0%}), {value['speedup_vs_fastest']:.3f}x vs the "
         "fastest upstream per scenario"
     )
-    unsettled = agg.get("not_converged", 0)
+    unsettled = agg.not_converged
     if unsettled:
         meta["not_converged"] = unsettled
         explanation += (
@@ -119,9 +118,9 @@ def run_isolation(settings: TaskSettings) -> Isolation:
     return "local" if type(live).__name__ == "LocalSandboxEnvironment" else settings.isolation
 
 
-def _noted(verdict: dict[str, Any], explanation: str) -> str:
+def _noted(verdict: Verdict, explanation: str) -> str:
     """The explanation, led by the device's note where it has one (a dry run's)."""
-    device = (verdict.get("provenance") or {}).get("device") or {}
+    device = verdict.provenance.get("device") or {}
     note = device.get("note") if isinstance(device, dict) else None
     return f"[{note}] {explanation}" if note else explanation
 

@@ -14,34 +14,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from evals.harness.verdict.record import ScenarioResult, Verdict
 from evals.stats import geomean
 
 
-def _category(scenario: dict[str, Any]) -> str:
-    if scenario.get("contract"):
+def _category(result: ScenarioResult) -> str:
+    if result.scenario.contract:
         return "contract"
-    params = scenario.get("params") or {}
-    return str(params.get("category") or scenario["id"].split("-")[0])
+    return str(result.scenario.params.get("category") or result.scenario.id.split("-")[0])
 
 
-def upstream_summary(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def upstream_summary(verdict: Verdict) -> dict[str, dict[str, Any]]:
     """Per upstream (and ``fastest``): geomean over the scenarios it ran, and its coverage.
 
     ``coverage`` is the share of the suite's scenarios the upstream supports (not listed in a
     scenario's ``unsupported``), whatever the candidate did; ``scenarios`` counts the
     speedups in the geomean (scenarios it supports where the candidate was timed).
     """
-    scenarios = [s for s in verdict.get("scenarios", []) if not s.get("contract")]
-    names = [*(verdict.get("upstreams") or {}), "fastest"]
-    for s in scenarios:
-        names += [u for u in (s.get("speedup") or {}) if u not in names]
-    total = len(scenarios)
+    study = [r for r in verdict.results if not r.scenario.contract]
+    speedups = [r.speedups() for r in study]
+    names = [*verdict.upstreams, "fastest"]
+    for found in speedups:
+        names += [u for u in found if u not in names]
+    total = len(study)
     out: dict[str, dict[str, Any]] = {}
     for name in names:
-        ran = [v for s in scenarios if (v := (s.get("speedup") or {}).get(name))]
-        supported = sum(
-            1 for s in scenarios if name == "fastest" or name not in (s.get("unsupported") or {})
-        )
+        ran = [v for found in speedups if (v := found.get(name))]
+        supported = sum(1 for r in study if name == "fastest" or name not in r.unsupported)
         out[name] = {
             "geomean": geomean(ran),
             "coverage": supported / total if total else 0.0,
@@ -50,33 +49,33 @@ def upstream_summary(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def category_geomeans(verdict: dict[str, Any], upstream: str) -> dict[str, float | None]:
+def category_geomeans(verdict: Verdict, upstream: str) -> dict[str, float | None]:
     """Geomean speedup vs ``upstream`` per scenario category (scenarios it ran)."""
     cats: dict[str, list[float]] = {}
-    for s in verdict.get("scenarios", []):
-        cats.setdefault(_category(s), [])
-        value = (s.get("speedup") or {}).get(upstream)
+    for r in verdict.results:
+        cats.setdefault(_category(r), [])
+        value = r.speedups().get(upstream)
         if value:
-            cats[_category(s)].append(float(value))
+            cats[_category(r)].append(float(value))
     return {c: geomean(v) for c, v in sorted(cats.items())}
 
 
-def scenario_rows(verdict: dict[str, Any]) -> list[dict[str, Any]]:
-    """Compact per-scenario results for the score's metadata."""
+def scenario_rows(verdict: Verdict) -> list[dict[str, Any]]:
+    """Compact per-scenario results for the score's metadata (JSON values)."""
     rows = []
-    for sc in verdict.get("scenarios", []):
-        cand = (sc.get("times_us") or {}).get("candidate")
+    for r in verdict.results:
+        cand = r.times.get("candidate")
         rows.append(
             {
-                "id": sc["id"],
-                "category": _category(sc),
-                "correct": sc["correct"],
-                "failure": sc.get("failure"),
-                "speedup": sc.get("speedup"),
-                "unsupported": sc.get("unsupported") or None,
-                "candidate_us": cand["median_us"] if cand else None,
-                "errors": sc.get("errors"),
-                "flags": sc.get("flags"),
+                "id": r.scenario.id,
+                "category": _category(r),
+                "correct": r.correct,
+                "failure": r.failure.to_json() if r.failure else None,
+                "speedup": r.speedups(),
+                "unsupported": dict(r.unsupported) or None,
+                "candidate_us": cand.median_us if cand else None,
+                "errors": dict(r.errors),
+                "flags": list(r.flags),
             }
         )
     return rows

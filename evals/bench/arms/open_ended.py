@@ -12,7 +12,6 @@ import random
 import re
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
-from typing import Any
 
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model, get_model
@@ -28,6 +27,7 @@ from evals.bench.keywords import keyword_settings
 from evals.bench.seeds import sample_seed
 from evals.bench.settings import TaskSettings
 from evals.bench.targets import bench_target
+from evals.harness.verdict.record import Verdict
 
 __all__ = ["ARCHIVE", "OpenEndedSettings", "open_ended"]
 
@@ -50,17 +50,18 @@ class OpenEndedSettings:
     diversity: float = 1.0
 
 
-def _fitness(verdict: dict[str, Any] | None, upstream: str) -> tuple[float, dict[str, float]]:
+def _fitness(verdict: Verdict | None, upstream: str) -> tuple[float, dict[str, float]]:
     """Geomean vs the upstream and per-category geomeans; 0 unless every scenario is correct."""
-    if verdict is None or not verdict["aggregates"]["all_correct"]:
+    if verdict is None or not (agg := verdict.aggregates).all_correct:
         return 0.0, {}
     cats: dict[str, list[float]] = {}
-    for s in verdict["scenarios"]:
-        speed = (s.get("speedup") or {}).get(upstream)
+    for r in verdict.results:
+        speed = r.speedups().get(upstream)
         if speed:
-            cats.setdefault(s["params"].get("category") or s["id"].split("-")[0], []).append(speed)
+            category = r.scenario.params.get("category") or r.scenario.id.split("-")[0]
+            cats.setdefault(category, []).append(speed)
     by_cat = {c: float(sum(v) / len(v)) for c, v in cats.items()}
-    return float(verdict["aggregates"]["geomean_speedup"].get(upstream) or 0.0), by_cat
+    return float(agg.geomean_speedup.get(upstream) or 0.0), by_cat
 
 
 class Search:

@@ -89,13 +89,23 @@ class ScenarioResult:
         ups = {k: v for k, v in self.times.items() if k != "candidate"}
         return min(ups, key=lambda k: ups[k].median_us) if ups else None
 
+    def speedups(self) -> dict[str, float | None]:
+        """:meth:`speedup` vs each timed upstream, and vs the fastest of them (``fastest``).
+
+        The JSON form's ``speedup``: upstream median over candidate median (dimensionless);
+        an upstream that was not timed has no key, one whose speedup is withheld has None.
+        """
+        speedups = {k: self.speedup(k) for k in self.times if k != "candidate"}
+        fastest = self.fastest_upstream()
+        if fastest is not None:
+            speedups["fastest"] = self.speedup(fastest)
+        return speedups
+
     def to_json(self) -> dict[str, Any]:
         """JSON form, with TFLOP/s and GB/s of the candidate."""
         cand = self.times.get("candidate")
         fastest = self.fastest_upstream()
-        speedups = {k: self.speedup(k) for k in self.times if k != "candidate"}
-        if fastest is not None:
-            speedups["fastest"] = self.speedup(fastest)
+        speedups = self.speedups()
         return {
             **self.scenario.to_json(),
             "correct": self.correct,
@@ -184,35 +194,102 @@ def _geomeans(passed: list[ScenarioResult], upstreams: Iterable[str]) -> dict[st
     return speedups
 
 
-def aggregates(results: list[ScenarioResult], upstreams: Iterable[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ContractAggregates:
+    """The contract scenarios' own aggregate (fixed in the suite or drawn from the seed).
+
+    Attributes:
+        scenarios: Contract scenarios in the run (count).
+        passed: Of them, those correct (count).
+        drawn: Of them, those drawn from the run's seed (count).
+        geomean_speedup: Geomean speedup (upstream median time over the candidate's,
+            dimensionless) of the correct contract scenarios vs each upstream and vs the
+            per-scenario fastest (``fastest``); None where no such scenario has one.
+    """
+
+    scenarios: int
+    passed: int
+    drawn: int
+    geomean_speedup: dict[str, float | None]
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form: the verdict's ``aggregates.contract``."""
+        return {
+            "scenarios": self.scenarios,
+            "passed": self.passed,
+            "drawn": self.drawn,
+            "geomean_speedup": dict(self.geomean_speedup),
+        }
+
+
+@dataclass(frozen=True)
+class Aggregates:
     """Scenarios passed and geomean speedups vs each upstream and vs the per-scenario fastest.
 
     Every scenario gates correctness (``passed``, ``all_correct``). The headline
     ``geomean_speedup`` is over the correct, timed study scenarios only (device time); contract
-    scenarios (fixed in the suite or drawn from the seed) have their own aggregate,
-    ``contract``: how many, how many passed, how many were drawn, and their geomeans.
-    ``not_converged`` counts correct study scenarios whose timing missed its target rse after
-    every attempt (their figures are less precise).
+    scenarios have their own aggregate, ``contract``.
+
+    Attributes:
+        scenarios: Scenarios in the run, contract ones included (count).
+        passed: Scenarios correct (count).
+        all_correct: Every scenario correct, and there was at least one.
+        study_scenarios: Scenarios that are not contract ones (count).
+        geomean_speedup: Geomean speedup (upstream median device time over the candidate's,
+            dimensionless) of the correct study scenarios vs each upstream and vs the
+            per-scenario fastest (``fastest``); None where no such scenario has one.
+        not_converged: Correct study scenarios whose timing missed its target rse after every
+            attempt (count; their figures are less precise).
+        contract: The contract scenarios' aggregate.
     """
-    upstreams = list(upstreams)
-    passed = [r for r in results if r.correct]
-    study = [r for r in passed if not r.scenario.contract]
-    contract = [r for r in results if r.scenario.contract]
-    contract_passed = [r for r in contract if r.correct]
-    return {
-        "scenarios": len(results),
-        "passed": len(passed),
-        "all_correct": len(passed) == len(results) and bool(results),
-        "study_scenarios": len(results) - len(contract),
-        "geomean_speedup": _geomeans(study, upstreams),
-        "not_converged": sum(1 for r in study if r.timing.get("converged") is False),
-        "contract": {
-            "scenarios": len(contract),
-            "passed": len(contract_passed),
-            "drawn": sum(1 for r in contract if r.scenario.drawn),
-            "geomean_speedup": _geomeans(contract_passed, upstreams),
-        },
-    }
+
+    scenarios: int
+    passed: int
+    all_correct: bool
+    study_scenarios: int
+    geomean_speedup: dict[str, float | None]
+    not_converged: int
+    contract: ContractAggregates
+
+    @classmethod
+    def of(cls, results: list[ScenarioResult], upstreams: Iterable[str]) -> Aggregates:
+        """The aggregates of ``results`` against ``upstreams`` (names)."""
+        upstreams = list(upstreams)
+        passed = [r for r in results if r.correct]
+        study = [r for r in passed if not r.scenario.contract]
+        contract = [r for r in results if r.scenario.contract]
+        contract_passed = [r for r in contract if r.correct]
+        return cls(
+            scenarios=len(results),
+            passed=len(passed),
+            all_correct=len(passed) == len(results) and bool(results),
+            study_scenarios=len(results) - len(contract),
+            geomean_speedup=_geomeans(study, upstreams),
+            not_converged=sum(1 for r in study if r.timing.get("converged") is False),
+            contract=ContractAggregates(
+                scenarios=len(contract),
+                passed=len(contract_passed),
+                drawn=sum(1 for r in contract if r.scenario.drawn),
+                geomean_speedup=_geomeans(contract_passed, upstreams),
+            ),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form: the verdict's ``aggregates``."""
+        return {
+            "scenarios": self.scenarios,
+            "passed": self.passed,
+            "all_correct": self.all_correct,
+            "study_scenarios": self.study_scenarios,
+            "geomean_speedup": dict(self.geomean_speedup),
+            "not_converged": self.not_converged,
+            "contract": self.contract.to_json(),
+        }
+
+
+def aggregates(results: list[ScenarioResult], upstreams: Iterable[str]) -> dict[str, Any]:
+    """:class:`Aggregates` of ``results`` in their JSON form (the verdict's ``aggregates``)."""
+    return Aggregates.of(results, upstreams).to_json()
 
 
 @dataclass
@@ -245,6 +322,11 @@ class Verdict:
     memory limit and environment (:mod:`evals.harness.sandbox.os_sandbox`); None where no worker
     started."""
 
+    @property
+    def aggregates(self) -> Aggregates:
+        """The run's aggregates, computed from its scenarios (as :meth:`to_json` writes them)."""
+        return Aggregates.of(self.results, self.upstreams)
+
     def to_json(self) -> dict[str, Any]:
         """The verdict as JSON (schema :data:`VERDICT_SCHEMA`)."""
         return {
@@ -258,7 +340,7 @@ class Verdict:
             "failure": self.failure.to_json() if self.failure else None,
             "build": dict(self.build) if self.build else None,
             "scenarios": [r.to_json() for r in self.results],
-            "aggregates": aggregates(self.results, self.upstreams),
+            "aggregates": self.aggregates.to_json(),
             "upstreams": self.upstreams,
             "provenance": dict(self.provenance),
             "timing": self.timing,
@@ -275,7 +357,7 @@ class Verdict:
         """Read :meth:`to_json`'s form back: the one way a saved verdict is read.
 
         Aggregates are not read: they are recomputed from the scenarios
-        (:func:`aggregates`), as :meth:`to_json` made them.
+        (:attr:`aggregates`), as :meth:`to_json` made them.
 
         Raises:
             ValueError: ``raw`` is not a verdict of schema :data:`VERDICT_SCHEMA` (one line).
