@@ -29,9 +29,9 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from evals.harness.contract.scenarios import Scenario
 from evals.harness.measurement.gpu import CudaEventTimer, describe_cuda_device
 from evals.harness.measurement.timing import TimingSettings, measure
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import get_target
 
 INVARIANCE_TOLERANCE = 0.02

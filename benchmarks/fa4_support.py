@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from evals.harness.contract.contract_draw import drawn_scenarios
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.scenarios import Scenario
 from evals.targets.fa4_blackwell.target import Fa4Blackwell
 from evals.targets.fa4_blackwell.upstreams import Fa4
 

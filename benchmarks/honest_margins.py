@@ -42,8 +42,8 @@ def worst_ratio(kernel: Path, seeds: int, suite: str) -> dict[str, object]:
 
     from evals.harness.building.build import build
     from evals.harness.contract.contract_draw import drawn_scenarios
-    from evals.harness.judging.session import check_output, expected
     from evals.harness.targets import get_target
+    from evals.harness.verification.verify import check_output, expected
 
     target = get_target(TARGET)
     with tempfile.TemporaryDirectory(prefix="kernelseek-margins-") as cache:

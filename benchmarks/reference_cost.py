@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from evals.harness.contract.contract_draw import drawn_scenarios
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import get_target
 from evals.stats.intervals import geomean
 from evals.targets.fa3_hopper import problem

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from evals.harness.pipeline.device_lock import LOCK_DIR_ENV
+from evals.harness.measurement.device_lock import LOCK_DIR_ENV
 from tests.helpers import BUILD_CACHE, LOCK_DIR
 
 

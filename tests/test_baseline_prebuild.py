@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from evals.harness import get_target
-from evals.harness.building.baseline_prebuild import start
 from evals.harness.building.build import build
 from evals.harness.building.compile_command import read_compile_command
+from evals.harness.static.baseline_prebuild import start
 from evals.harness.static.static_checks import undefined_symbols
 from evals.harness.static.symbol_baseline import baseline_symbols
 from tests.helpers import BUILD_CACHE, START_CPU

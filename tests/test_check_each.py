@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from evals.harness import get_target
-from evals.harness.judging.session import check_each
-from evals.harness.verdict.failures import Code
+from evals.harness.failures import Code
+from evals.harness.verification.verify import check_each
 
 
 @pytest.fixture

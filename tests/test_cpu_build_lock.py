@@ -16,11 +16,11 @@ import os
 import threading
 
 from evals.harness import Code
-from evals.harness.building import baseline_prebuild
 from evals.harness.judging import judge_locked as locked
+from evals.harness.measurement.device_lock import LOCK_DIR_ENV, device_lock
 from evals.harness.pipeline import runner
-from evals.harness.pipeline.device_lock import LOCK_DIR_ENV, device_lock
 from evals.harness.pipeline.runner import RunSettings, evaluate
+from evals.harness.static import baseline_prebuild
 from tests.helpers import START_CPU, failures_of
 
 SCENARIO = "smoke-fp32-d64-s128-h4-full"

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from evals.harness import Code
-from evals.harness.pipeline.device_lock import LOCK_DIR_ENV, LockRecord, device_lock
-from evals.harness.verdict.failures import HarnessInputError
+from evals.harness.failures import HarnessInputError
+from evals.harness.measurement.device_lock import LOCK_DIR_ENV, LockRecord, device_lock
 from tests.helpers import ROOT, START_CPU
 
 SCENARIO = "smoke-fp32-d64-s128-h4-full"

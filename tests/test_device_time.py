@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from evals.harness import Code
-from evals.harness.contract.scenarios import Scenario
 from evals.harness.judging import judge_time as judge_module
 from evals.harness.judging import judge_upstreams as up_module
-from evals.harness.judging.session import Tally
 from evals.harness.measurement.timing import TimingSettings, TimingStats
+from evals.harness.scenarios import Scenario
 from evals.harness.verdict.record import ScenarioResult, aggregates
+from evals.harness.worker_link.session import Tally
 from evals.targets.fa3_hopper import problem as fa3_problem
 
 

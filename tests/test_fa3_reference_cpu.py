@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from evals.harness.verdict.failures import Code
-from evals.harness.verification.guards import InputGuard
+from evals.harness.failures import Code
+from evals.harness.targets.guards import InputGuard
 from evals.targets.fa3_hopper import problem
 from evals.targets.fa3_hopper.problem import Fa3Params
 

@@ -206,7 +206,7 @@ def test_write_escape_is_a_sandbox_violation_where_files_are_writable(tmp_path, 
 def test_a_forged_clock_within_every_bound_gains_nothing_on_the_cpu(tmp_path, monkeypatch):
     # issue 40: a clock forged no further than the round audit scales and the wall-clock check
     # allows (before: 1.38x and 1.87x its honest twin, exit 0). The worker's figures still show
-    # the forge; every speedup's time is the parent's (evals/harness/measurement/parent_figure.py),
+    # the forge; every speedup's time is the parent's (evals/harness/clock_checks/parent_figure.py),
     # for the upstream too, so the forged kernel's times match its twin's, scored on the same seed.
     # Each is benched twice, in turn, and each scenario's best time counts: one run beside
     # load strayed 0.82x its twin's with no forge taking part

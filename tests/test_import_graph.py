@@ -80,3 +80,56 @@ def test_the_check_sees_a_circle_through_a_type_only_import(tmp_path, monkeypatc
     )
     monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
     assert import_circles() == [["evals.a", "evals.b"]]
+
+
+def _room(module: str, modules: dict[str, Path]) -> str | None:
+    """The sub-package of ``evals.harness`` that ``module`` is or lives in (None: neither)."""
+    parts = module.split(".")
+    if parts[:2] != ["evals", "harness"] or len(parts) < 3:
+        return None
+    is_package = modules[module].name == "__init__.py"
+    return parts[2] if len(parts) > 3 or is_package else None
+
+
+def harness_back_edges() -> list[str]:
+    """Imports between the harness's sub-packages that go against their declared order."""
+    from evals.harness import LAYOUT
+
+    modules = _modules()
+    rank = {room: i for i, room in enumerate(LAYOUT)}
+    found = []
+    for name, path in sorted(modules.items()):
+        room = _room(name, modules)
+        for other in sorted(_imports(path, modules)):
+            to = _room(other, modules)
+            if room is None or to is None or to == room:
+                continue
+            if rank.get(to, len(rank)) >= rank.get(room, -1):
+                found.append(f"{name} -> {other}")
+    return found
+
+
+def test_the_harness_rooms_are_declared_and_import_only_the_ones_before_them():
+    from evals.harness import LAYOUT
+
+    rooms = {p.parent.name for p in (ROOT / "evals" / "harness").glob("*/__init__.py")}
+    assert sorted(LAYOUT) == sorted(rooms)
+    assert harness_back_edges() == []
+
+
+def test_the_order_check_sees_an_import_against_the_order(tmp_path, monkeypatch):
+    pkg = tmp_path / "evals" / "harness"
+    for room in ("low", "high"):
+        (pkg / room).mkdir(parents=True)
+        (pkg / room / "__init__.py").write_text("")
+    (tmp_path / "evals" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "low" / "a.py").write_text("from evals.harness.high.b import B\n")
+    (pkg / "low" / "c.py").write_text("from evals.harness.high import B\n")  # the package's own
+    (pkg / "high" / "b.py").write_text("B = 1\n")
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    monkeypatch.setattr("evals.harness.LAYOUT", ("low", "high"))
+    assert harness_back_edges() == [
+        "evals.harness.low.a -> evals.harness.high.b",
+        "evals.harness.low.c -> evals.harness.high",
+    ]

@@ -27,7 +27,7 @@ import torch
 sys.path.insert(0, {root!r})
 from evals.harness.worker_link import channel
 from evals.harness.worker import serve as worker
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.scenarios import Scenario
 from evals.harness.measurement.timing import call_seed
 
 MODE = {mode!r}

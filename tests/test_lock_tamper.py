@@ -15,10 +15,10 @@ from types import SimpleNamespace
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate
+from evals.harness.failures import HarnessInputError
 from evals.harness.judging import judge_locked
-from evals.harness.pipeline.device_lock import LOCK_DIR_ENV, device_lock
+from evals.harness.measurement.device_lock import LOCK_DIR_ENV, device_lock
 from evals.harness.sandbox.lock_tamper import held_by, lock_holders, tamper_failure
-from evals.harness.verdict.failures import HarnessInputError
 from tests.helpers import ROOT
 
 CHEAT = ROOT / "tests" / "cheats" / "cpu_attention" / "lock_squat.cpp"

@@ -1,6 +1,6 @@
 """Issue 40: on the CPU, the time every speedup uses is the parent's, for candidate and upstream.
 
-The figure is the wall-clock batches' (evals/harness/measurement/parent_figure.py), measured alike
+The figure is the wall-clock batches' (evals/harness/clock_checks/parent_figure.py), measured alike
 in the candidate's worker and in the upstreams' own; on a small call it keeps the flips and
 digests in (the gross time), never the worker's median.
 """
@@ -12,7 +12,7 @@ import json
 import pytest
 
 from evals.harness import RunSettings, evaluate
-from evals.harness.measurement import parent_figure
+from evals.harness.clock_checks import parent_figure
 from evals.harness.worker.heap import retain_freed_memory
 from evals.harness.worker_link.worker_client import WorkerClient
 from tests.helpers import START_CPU

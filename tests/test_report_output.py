@@ -2,8 +2,8 @@
 
 import io
 
+from evals.harness.measurement.device_lock import LockRecord
 from evals.harness.measurement.timing import TimingStats
-from evals.harness.pipeline.device_lock import LockRecord
 from evals.harness.targets import get_target
 from evals.harness.verdict import report
 from evals.harness.verdict.record import ScenarioResult, Verdict

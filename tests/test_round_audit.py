@@ -15,9 +15,9 @@ import pytest
 from evals.harness import Code
 from evals.harness.clock_checks import round_audit
 from evals.harness.clock_checks.round_audit import AUDIT, AuditFailure, RoundAudit
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Failure
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import get_target
-from evals.harness.verdict.failures import Failure
 from evals.harness.verdict.record import ScenarioResult
 from evals.harness.worker.serve import Worker
 from evals.harness.worker_link.worker_client import WorkerFailure

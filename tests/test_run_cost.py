@@ -10,7 +10,7 @@ from inspect_ai.util import ExecResult
 from evals.bench import harness_exec
 from evals.bench.run_cost import EVENT_KEY, RunCost, run_costs
 from evals.bench.settings import TaskSettings
-from evals.harness.pipeline.device_lock import LockRecord
+from evals.harness.measurement.device_lock import LockRecord
 from evals.harness.verdict.record import Verdict
 
 CPU_TASK = TaskSettings(

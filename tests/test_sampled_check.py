@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from evals.harness import get_target
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Code
+from evals.harness.scenarios import Scenario
 from evals.harness.targets.attention import cut_heads
-from evals.harness.verdict.failures import Code
 from evals.harness.verification import sampled_check
 from evals.harness.verification.sampled_check import check_sampled
 

@@ -5,7 +5,7 @@ size."""
 import math
 
 from evals.harness import get_target
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.scenarios import Scenario
 
 BASE = {"batch": 1, "seqlen_q": 68, "seqlen_k": 68, "heads_q": 3, "heads_kv": 3,
         "head_dim": 128, "causal": True, "dtype": "float32"}

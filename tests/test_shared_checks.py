@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from evals.harness import Code
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Failure, HarnessInputError
 from evals.harness.judging import judge_suite
-from evals.harness.pipeline.device_lock import LOCK_DIR_ENV, SHARED_SLOTS, device_lock
-from evals.harness.verdict.failures import Failure, HarnessInputError
+from evals.harness.measurement.device_lock import LOCK_DIR_ENV, SHARED_SLOTS, device_lock
+from evals.harness.scenarios import Scenario
 from evals.harness.verdict.record import ScenarioResult, Verdict
 
 
@@ -184,7 +184,7 @@ def test_the_same_crash_twice_in_the_measuring_pass_skips_the_rest(spied):
 
 
 def test_the_report_gives_the_shared_and_the_alone_holds():
-    from evals.harness.pipeline.device_lock import LockRecord
+    from evals.harness.measurement.device_lock import LockRecord
     from evals.harness.verdict.report import _timing_lines
 
     timing = {k: 0.0 for k in ("build_s", "candidate_calls_s", "upstream_calls_s", "reference_s")}

@@ -11,10 +11,10 @@ import torch
 from evals.bench.recipe import load_recipe
 from evals.bench.targets import TARGETS, bench_target
 from evals.harness import HarnessInputError
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Code
+from evals.harness.scenarios import Scenario
 from evals.harness.static.static_checks import check_symbols
 from evals.harness.targets import get_target, target_names
-from evals.harness.verdict.failures import Code
 from evals.targets import target_folder, target_folders
 from tests.cuda_objects import compile_candidate, needs_nvcc
 from tests.helpers import BUILD_CACHE, ROOT

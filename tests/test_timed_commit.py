@@ -13,13 +13,13 @@ import torch
 from evals.harness import Code
 from evals.harness.clock_checks.digest import digests
 from evals.harness.clock_checks.timed_commit import Commitment
+from evals.harness.failures import Failure
 from evals.harness.judging import judge_time as judge_module
-from evals.harness.judging.session import Tally
 from evals.harness.targets import get_target
-from evals.harness.verdict.failures import Failure
+from evals.harness.targets.guards import KEEP_TIMED_BYTES
 from evals.harness.verdict.record import ScenarioResult
-from evals.harness.verification.guards import KEEP_TIMED_BYTES
 from evals.harness.worker_link.channel import pack_tensors
+from evals.harness.worker_link.session import Tally
 
 SETTINGS = {"min_trials": 5, "max_trials": 100}
 REQUEST = {"seeds": [1, 2, 3], "rng_seed": 9, "commit": True, "settings": SETTINGS}

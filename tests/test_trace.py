@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from evals.harness import Code
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Failure
 from evals.harness.judging.judge import Session
+from evals.harness.scenarios import Scenario
 from evals.harness.tracing import trace
 from evals.harness.tracing.trace import (
     CALL_RANGE,
@@ -23,7 +24,6 @@ from evals.harness.tracing.trace import (
     summarise,
 )
 from evals.harness.tracing.trace_judge import trace_all
-from evals.harness.verdict.failures import Failure
 from evals.harness.verdict.record import ScenarioResult
 from evals.harness.worker_link.worker_client import WorkerFailure
 from tests.helpers import START_CPU
@@ -346,7 +346,7 @@ def test_each_scenario_gets_timed_like_calls_on_its_timing_seeds_and_all_must_pa
     ((header, _),) = session.client.requests
     assert header["calls"] == 3
     item = header["items"][0]
-    from evals.harness.judging.session import timing_seeds
+    from evals.harness.worker_link.session import timing_seeds
 
     assert item["seeds"] == timing_seeds(session, results[0].scenario, 0)  # the timed sets
     assert item["spin_us"] == 80.0 and item["fresh_queries"] is True

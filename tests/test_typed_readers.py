@@ -17,9 +17,9 @@ from evals.bench.faults import verdict_fault
 from evals.bench.harness_exec import HarnessRun, check_verdict, last_verdict, remember
 from evals.bench.profile import breakdown
 from evals.bench.scorer import ZERO, score_from_run
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Code, Failure
 from evals.harness.measurement.timing import TimingStats
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.scenarios import Scenario
 from evals.harness.verdict.record import Aggregates, ScenarioResult, Verdict, aggregates
 from evals.stats import geomean
 

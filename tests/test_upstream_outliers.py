@@ -15,12 +15,12 @@ from types import SimpleNamespace
 import pytest
 
 from evals.harness import Code
-from evals.harness.contract.scenarios import Scenario
 from evals.harness.judging import judge_time as judge_module
 from evals.harness.judging import judge_upstreams as up_module
 from evals.harness.judging import retime
 from evals.harness.measurement.timing import TimingSettings, TimingStats
 from evals.harness.pipeline.runner import RunSettings, evaluate
+from evals.harness.scenarios import Scenario
 from evals.harness.verdict.record import ScenarioResult
 from evals.harness.worker_link.worker_client import WorkerClient
 from tests.helpers import START_CPU
@@ -249,7 +249,7 @@ def test_class4_a_plain_kernel_gains_nothing_from_an_upstream_outlier(monkeypatc
     assert not any(seen["alive"]), "an upstream was timed beside a live candidate process"
     hit = next(r for r in verdict.results if r.scenario.id == seen["inflated"])
     # the outlier figure does not count: the upstream's counted time is far below it. On the
-    # CPU every speedup's time is the parent's own (evals/harness/measurement/parent_figure.py),
+    # CPU every speedup's time is the parent's own (evals/harness/clock_checks/parent_figure.py),
     # measured apart from the worker's timing round
     assert hit.times["sdpa"].median_us < 100.0 * seen["true_us"] / 10
     doc = json.loads(json.dumps(verdict.to_json()))

@@ -17,6 +17,7 @@ import torch
 
 from evals.harness import Code, RunSettings, evaluate
 from evals.harness.clock_checks import (
+    channel_cost,
     digest,
     query_flips,
     round_audit,
@@ -26,16 +27,15 @@ from evals.harness.clock_checks import (
 )
 from evals.harness.clock_checks.wall_clock import Batch, bound_us, judge, read
 from evals.harness.clock_checks.wall_settings import CPU_WALL, GPU_WALL
-from evals.harness.contract.scenarios import Scenario
-from evals.harness.judging.session import Tally
-from evals.harness.measurement import channel_cost
 from evals.harness.measurement.timing import TimingStats
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import get_target
 from evals.harness.verdict import record as verdict_module
 from evals.harness.verdict.record import ScenarioResult
 from evals.harness.worker.serve import CandidateError, WallBatches
 from evals.harness.worker_link import channel
 from evals.harness.worker_link import worker_client as worker_client_module
+from evals.harness.worker_link.session import Tally
 from tests.helpers import ROOT, START_CPU, check_held, failures_of, run_harness
 
 

@@ -11,12 +11,12 @@ import copy
 
 import pytest
 
+from evals.harness.failures import Code, Failure
 from evals.harness.judging import judge_locked as locked
 from evals.harness.judging.warm_start import StartFailure, lightest, start_workers
 from evals.harness.pipeline import runner
 from evals.harness.pipeline.runner import RunSettings, evaluate
 from evals.harness.targets import get_target
-from evals.harness.verdict.failures import Code, Failure
 from evals.harness.worker_link.worker_client import WorkerClient, WorkerFailure
 from tests.helpers import ROOT, START_CPU
 

@@ -45,7 +45,7 @@ from evals.bench.gpu_pool import Gpu, PoolBusyError, gpu_lease_async
 from evals.bench.run_cost import EVENT_KEY, RunCost
 from evals.bench.settings import TaskSettings
 from evals.bench.targets import bench_target
-from evals.harness.verdict.failures import one_line
+from evals.harness.failures import one_line
 from evals.harness.verdict.record import VERDICT_SCHEMA, Verdict
 
 RESULTS_DIR = ".kernelseek"

@@ -11,7 +11,7 @@ from inspect_ai.util import sandbox
 from evals.bench.budget import budgeted_harness
 from evals.bench.settings import TaskSettings
 from evals.bench.targets import bench_target
-from evals.harness.measurement.ncu import ncu_command
+from evals.harness.tracing.ncu import ncu_command
 from evals.harness.verdict.record import Verdict
 
 __all__ = ["breakdown", "profile"]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evals.harness.pipeline.device_lock import LockRecord
+from evals.harness.measurement.device_lock import LockRecord
 from evals.harness.verdict.record import Verdict
 
 __all__ = ["EVENT_KEY", "RunCost", "run_costs"]

@@ -19,7 +19,7 @@ from typing import Any, Literal, cast, get_args
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 
 from evals.bench.settings import Isolation
-from evals.harness.verdict.failures import Code
+from evals.harness.failures import Code
 
 SCORER = "kernel_speedup"
 SCORE_FIELDS = ("success", "speedup", "speedup_vs_fastest", "passed", "coverage")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from evals.harness.measurement.ncu import ncu_command
+from evals.harness.tracing.ncu import ncu_command
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.gpu

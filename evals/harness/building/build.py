@@ -32,9 +32,9 @@ import torch
 
 from evals.harness.building.build_protocol import BUILT, COMPILER_FAILED
 from evals.harness.building.cache_dir import default_cache_dir, locked
+from evals.harness.failures import Code, Failure
 from evals.harness.sandbox.hygiene import clean_environment, with_package_root
 from evals.harness.targets.base import Target
-from evals.harness.verdict.failures import Code, Failure
 
 BUILD_FORMAT = 4
 """Bump to invalidate every cached build."""

@@ -1,9 +1,10 @@
-"""The parent's checks that the candidate's reported times are real.
+"""The parent's clock: its checks that the candidate's reported times are real, and its figure.
 
 Runs in the parent, apart from ``digest`` and ``query_flips``, which the workers run too (a
 commitment each batch makes, and the fresh queries it makes inside a batch): the parent
 recomputes both from outside before it believes them. ``wall_clock`` and ``wall_check`` time
-back-to-back batches on the parent's clock, ``wall_verify`` checks that every call did its
-work, ``round_audit`` and ``timed_commit`` hold a timing round to what it reported;
-``wall_settings`` and ``audit_record`` are their settings and records.
+back-to-back batches on the parent's clock, less the channel's round trip (``channel_cost``);
+``wall_verify`` checks that every call did its work; ``round_audit`` and ``timed_commit``
+hold a timing round to what it reported; ``parent_figure`` makes the batches' time the figure
+every CPU speedup uses; ``wall_settings`` holds their settings.
 """

@@ -34,7 +34,7 @@ the candidate's figures are scaled up by the factor its reports fall short by, a
 ``fail_factor`` on the scenario fails: scaling keeps a busy host's honest round (one in 20
 beside two other runs and a busy loop came out at 1.07) from failing a run, while a forged
 clock keeps no more than the tolerance. (Since cpu_attention 19 the scored figure is the
-parent's own, :mod:`evals.harness.measurement.parent_figure`: scaling moves only the reports the
+parent's own, :mod:`evals.harness.clock_checks.parent_figure`: scaling moves only the reports the
 wall-clock check holds to, and the failure still rejects a forge. Metering by the worker's CPU time
 instead counted OpenMP threads spinning while the main thread waited for a core: honest kernels
 beside a test suite came out at up to 3.3x.)
@@ -46,12 +46,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evals.harness.clock_checks.audit_record import AUDIT, AuditSettings, RoundAudit
 from evals.harness.clock_checks.wall_check import withhold
-from evals.harness.contract.scenarios import Scenario
-from evals.harness.judging.session import Session, derive_seed
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.failures import Code, Failure
+from evals.harness.scenarios import Scenario
+from evals.harness.verdict.audit_record import AUDIT, AuditSettings, RoundAudit
 from evals.harness.verdict.record import ScenarioResult
+from evals.harness.worker_link.session import Session, derive_seed
 from evals.harness.worker_link.worker_client import WorkerFailure
 
 __all__ = [

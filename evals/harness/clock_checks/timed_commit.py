@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from evals.harness.clock_checks.digest import matches
-from evals.harness.verdict.failures import Code, Failure
-from evals.harness.verification.guards import KEEP_TIMED_BYTES
+from evals.harness.failures import Code, Failure
+from evals.harness.targets.guards import KEEP_TIMED_BYTES
 
 __all__ = ["Commitment"]
 

@@ -2,7 +2,7 @@
 
 :mod:`evals.harness.clock_checks.wall_clock` holds the method (batches, U, the bound); this module
 runs it on a scenario with every batch verified (:mod:`evals.harness.clock_checks.wall_verify`) and
-the channel's cost measured by the parent (:mod:`evals.harness.measurement.channel_cost`), and
+the channel's cost measured by the parent (:mod:`evals.harness.clock_checks.channel_cost`), and
 records what it found.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evals.harness.clock_checks import channel_cost
 from evals.harness.clock_checks.wall_clock import (
     Batch,
     Clock,
@@ -30,14 +31,13 @@ from evals.harness.clock_checks.wall_clock import (
 )
 from evals.harness.clock_checks.wall_settings import wall_settings
 from evals.harness.clock_checks.wall_verify import BatchVerifier
-from evals.harness.contract.scenarios import Scenario
-from evals.harness.judging.session import Session, derive_seed
-from evals.harness.measurement import channel_cost
+from evals.harness.failures import Code, Failure
 from evals.harness.measurement.process_clock import CpuMeter, ProcessGone
 from evals.harness.measurement.timing import TimingStats
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.scenarios import Scenario
 from evals.harness.verdict.record import ScenarioResult
-from evals.harness.worker.protocol import KEEP_BYTES
+from evals.harness.worker_link.protocol import KEEP_BYTES
+from evals.harness.worker_link.session import Session, derive_seed
 from evals.harness.worker_link.worker_client import WorkerClient, WorkerFailure
 
 __all__ = ["check", "upstream_figure", "withhold"]
@@ -199,7 +199,7 @@ def _record(
 
     ``timing[NAME_us]`` is U and ``timing[NAME]`` the figures behind it (NAME: ``wall``,
     ``strict_wall``, ...), with ``figure_us``: the per-call stats over the batches that
-    counted, the time a CPU target's speedups use (:mod:`evals.harness.measurement.parent_figure`).
+    counted, the time a CPU target's speedups use (:mod:`evals.harness.clock_checks.parent_figure`).
     """
     settings = wall_settings(session.target.device)
     reading, figures = _reading(session, run, reported)

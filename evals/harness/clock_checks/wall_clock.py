@@ -17,11 +17,12 @@ are not the kernel's). The smallest per-call figure over the batches,
 
 bounds the true per-call time from above (noise only adds time, and the work cannot take less
 wall time than it needs) while staying close to it. Nothing the candidate's process says is
-subtracted: the no-op round trip is the parent's own (:mod:`evals.harness.measurement.channel_cost`,
-a process that could inflate its no-op would shrink U), and every call of a batch must have done its
-work: the worker answers a batch with a digest of each call's output, and only then does the parent
-choose one call at random, fetch its output, and check it against the digest and the float64
-reference (:mod:`evals.harness.clock_checks.wall_verify`); the digests' own cost, timed by the
+subtracted: the no-op round trip is the parent's own
+(:mod:`evals.harness.clock_checks.channel_cost`, a process that could inflate its no-op would shrink
+U), and every call of a batch must have done its work: the worker answers a batch with a digest of
+each call's output, and only then does the parent choose one call at random, fetch its output, and
+check it against the digest and the float64 reference
+(:mod:`evals.harness.clock_checks.wall_verify`); the digests' own cost, timed by the
 parent on the fetched output, is subtracted too. The candidate's reported figures must explain U:
 
     U <= reported x (1 + tolerance) + margin + overhead / calls,
@@ -49,10 +50,10 @@ from typing import Any, Protocol
 
 from evals.harness.clock_checks import query_flips
 from evals.harness.clock_checks.wall_settings import GROWTH, WallSettings
-from evals.harness.judging.session import derive_seed
+from evals.harness.failures import Code, Failure
 from evals.harness.measurement.timing import TimingStats, summarize
-from evals.harness.verdict.failures import Code, Failure
 from evals.harness.worker_link.channel import Buffer
+from evals.harness.worker_link.session import derive_seed
 
 Clock = Callable[[], float]
 """Seconds; the parent's :func:`time.perf_counter` outside tests."""

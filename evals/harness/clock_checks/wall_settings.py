@@ -61,7 +61,7 @@ out at 1.2-1.3x their timed medians. Quiet, one small drawn scenario (4 queries,
 heads; a 52 us call) came out at 2.4x by the worker's own clock too, the rest at 1.1-1.9x:
 back-to-back calls on outputs kept for verification are not the timing loop's calls. So a
 tolerance of 2.5x, the rest of the bound per request. The figure the CPU's speedups use is
-the batches' own (:mod:`evals.harness.measurement.parent_figure`): this bound rejects a forged
+the batches' own (:mod:`evals.harness.clock_checks.parent_figure`): this bound rejects a forged
 timer, it no longer limits what one gains."""
 GPU_WALL = WallSettings(
     tolerance=0.25,

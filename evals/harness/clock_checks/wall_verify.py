@@ -28,13 +28,13 @@ from evals.harness.clock_checks import query_flips
 from evals.harness.clock_checks.digest import digests as compute_digests
 from evals.harness.clock_checks.digest import matches
 from evals.harness.clock_checks.wall_clock import WallFailure
-from evals.harness.contract.scenarios import Scenario
-from evals.harness.judging.session import Session, derive_seed, unpack
+from evals.harness.failures import Code, Failure
 from evals.harness.measurement.gpu import release_cached_memory
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs
-from evals.harness.verdict.failures import Code, Failure
 from evals.harness.verification.sampled_check import check_sampled
-from evals.harness.worker.protocol import fresh_queries
+from evals.harness.worker_link.protocol import fresh_queries
+from evals.harness.worker_link.session import Session, derive_seed, unpack
 from evals.harness.worker_link.worker_client import WorkerClient
 
 __all__ = ["ALWAYS_VERIFIED", "LATER_SHARE", "BatchVerifier"]

@@ -1,7 +1,8 @@
-"""Scenarios: the suites, and the contract scenarios each run draws from its seed.
+"""The contract scenarios each run draws from its seed, over what the contract allows.
 
 Runs in the parent, which alone knows the run's secret seed. ``contract_spec`` reads a
 target's contract in machine-readable form, ``contract_cover`` builds its pairwise covering
-set, ``contract_draw`` and ``draw_space`` draw the rest; ``scenarios`` (the suites' data
-files) is also imported by the workers, which receive each scenario from the parent.
+set, ``contract_draw`` draws the rest (in the target's draw space,
+:mod:`evals.harness.targets.draw_space`); the suites themselves are
+:mod:`evals.harness.scenarios`.
 """

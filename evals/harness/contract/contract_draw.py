@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from evals.harness.contract.contract_cover import covering_rows
 from evals.harness.contract.contract_spec import ContractSpec, load_contract
-from evals.harness.contract.draw_space import DRAW_FORMAT, KINDS, DrawSpace
-from evals.harness.contract.scenarios import Scenario
-from evals.harness.verdict.failures import Code, Failure, HarnessInputError
+from evals.harness.failures import Code, Failure, HarnessInputError
+from evals.harness.scenarios import Scenario
+from evals.harness.targets.draw_space import DRAW_FORMAT, KINDS, DrawSpace
 from evals.targets import target_folder
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ section "Ranges", the single source of truth for every dimension the contract le
     size_cap = N              # no row over it unless the pair it was built for is (then the
                               # rest of the row takes its smallest classes)
 
-Each class is a draw spec of :data:`evals.harness.contract.draw_space.KINDS` (``int``, ``uniform``,
+Each class is a draw spec of :data:`evals.harness.targets.draw_space.KINDS` (``int``, ``uniform``,
 ``choice``) over the dimension's quantity; a run's covering set pins one class per dimension
 (:mod:`evals.harness.contract.contract_cover`).
 """

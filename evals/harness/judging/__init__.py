@@ -8,7 +8,6 @@ parent's clock (:mod:`evals.harness.clock_checks`), launches against the trace
 
 Modules: ``judge_locked`` (the whole pass under the device's lock), ``judge_suite`` (a suite
 in one session), ``judge`` (one scenario), ``judge_time`` (its timing), ``judge_upstreams``
-(the upstreams once the candidate's process is gone), ``session`` (what the phases share),
-``warm_start`` (workers started before the lock), ``retime`` (outliers),
-``timing_record`` (a timing answer merged into a result).
+(the upstreams once the candidate's process is gone), ``warm_start`` (workers started before
+the lock), ``retime`` (outliers), ``timing_record`` (a timing answer merged into a result).
 """

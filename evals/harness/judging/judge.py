@@ -10,24 +10,22 @@ import time
 
 import torch
 
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Code, Failure
 from evals.harness.judging.judge_time import time_scenario
-from evals.harness.judging.session import (
+from evals.harness.measurement.gpu import release_cached_memory
+from evals.harness.scenarios import Scenario
+from evals.harness.targets.base import Target
+from evals.harness.verdict.record import ScenarioResult
+from evals.harness.verification.sampled_check import check_sampled
+from evals.harness.verification.verify import check_meta, check_output, expected
+from evals.harness.worker_link import channel
+from evals.harness.worker_link.session import (
     Session,
     Tally,
-    check_output,
     derive_seed,
-    expected,
     note_peak,
     unpack,
 )
-from evals.harness.measurement.gpu import release_cached_memory
-from evals.harness.targets.base import Target
-from evals.harness.verdict.failures import Code, Failure
-from evals.harness.verdict.record import ScenarioResult
-from evals.harness.verification.sampled_check import check_sampled
-from evals.harness.verification.verify import check_meta
-from evals.harness.worker_link import channel
 from evals.harness.worker_link.worker_client import WorkerFailure
 
 __all__ = [

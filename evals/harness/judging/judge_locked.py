@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Failure, HarnessInputError
 from evals.harness.judging.judge import Session, Tally
 from evals.harness.judging.judge_suite import (
     SHARED_MEMORY_SHARE,
@@ -24,15 +24,15 @@ from evals.harness.judging.judge_suite import (
     judge_scenarios,
     measure_scenarios,
 )
-from evals.harness.judging.session import Progress
 from evals.harness.judging.warm_start import StartFailure, start_workers
-from evals.harness.pipeline.device_lock import LockRecord, device_lock, lock_dir
-from evals.harness.pipeline.run_settings import RunSettings
+from evals.harness.measurement.device_lock import LockRecord, device_lock, lock_dir
+from evals.harness.run_settings import RunSettings
 from evals.harness.sandbox.lock_tamper import tamper_failure
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import Target
 from evals.harness.tracing import trace
-from evals.harness.verdict.failures import Failure, HarnessInputError
 from evals.harness.verdict.record import ScenarioResult, Verdict
+from evals.harness.worker_link.session import Progress
 from evals.harness.worker_link.worker_client import WorkerClient, WorkerFailure
 
 __all__ = ["Notify", "fail_all", "judge_locked", "run_lock"]

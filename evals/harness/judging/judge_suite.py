@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Code, Failure
 from evals.harness.judging.judge import PHASES, Session, command_phases, judge_scenario, run_phases
 from evals.harness.judging.judge_upstreams import time_all_upstreams
-from evals.harness.judging.session import Progress
+from evals.harness.scenarios import Scenario
 from evals.harness.tracing.trace_judge import trace_all
-from evals.harness.verdict.failures import Code, Failure
 from evals.harness.verdict.record import ScenarioResult, Verdict
+from evals.harness.worker_link.session import Progress
 
 __all__ = [
     "FAIL_FAST_CODES",
@@ -38,8 +38,8 @@ SHARED_MEMORY_SHARE = 128
 """A scenario is checked beside other runs' checks when its inputs and output take at most
 1/128 of the device's memory. Its checks peak at up to about ten times that, worker and this
 process together (results/measurements/h200/2026-12-03-s19), and up to
-:data:`evals.harness.pipeline.device_lock.SHARED_SLOTS` runs check at once, so checkers take at most
-about half the memory, leaving the rest to a measuring run's largest scenario; a larger one is
+:data:`evals.harness.measurement.device_lock.SHARED_SLOTS` runs check at once, so checkers take at
+most about half the memory, leaving the rest to a measuring run's largest scenario; a larger one is
 checked while this run holds the device alone."""
 
 

@@ -14,22 +14,21 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from evals.harness.clock_checks import round_audit, wall_check
+from evals.harness.clock_checks import parent_figure, round_audit, wall_check
 from evals.harness.clock_checks.timed_commit import Commitment
-from evals.harness.contract.scenarios import Scenario
-from evals.harness.judging.session import (
+from evals.harness.failures import Code, Failure
+from evals.harness.judging.timing_record import record_timing, settled
+from evals.harness.measurement.timing import TimingSettings, TimingStats, call_seed
+from evals.harness.scenarios import Scenario
+from evals.harness.verdict.record import ScenarioResult
+from evals.harness.verification.sampled_check import check_sampled
+from evals.harness.worker_link.session import (
     Session,
     derive_seed,
     note_peak,
     timing_seeds,
     unpack,
 )
-from evals.harness.judging.timing_record import record_timing, settled
-from evals.harness.measurement import parent_figure
-from evals.harness.measurement.timing import TimingSettings, TimingStats, call_seed
-from evals.harness.verdict.failures import Code, Failure
-from evals.harness.verdict.record import ScenarioResult
-from evals.harness.verification.sampled_check import check_sampled
 from evals.harness.worker_link.worker_client import WorkerFailure
 
 SUSPICIOUS_SPEEDUP = 1.5
@@ -57,7 +56,7 @@ def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) 
 
     Then the checks that need the candidate's figures alone: timed outputs, the parent's
     clock on batches of calls (:mod:`evals.harness.clock_checks.wall_check`; on a CPU target its
-    figure becomes the candidate's time: :mod:`evals.harness.measurement.parent_figure`) and the
+    figure becomes the candidate's time: :mod:`evals.harness.clock_checks.parent_figure`) and the
     roofline floor. The upstreams are timed later, by :func:`time_upstreams`, once no process of the
     candidate is left to share the device with them.
     """

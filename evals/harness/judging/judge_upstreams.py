@@ -13,17 +13,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evals.harness.clock_checks import round_audit, wall_check
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.clock_checks import parent_figure, round_audit, wall_check
+from evals.harness.failures import Code, Failure
 from evals.harness.judging import judge_time, retime
-from evals.harness.judging.session import Progress, Session
 from evals.harness.judging.timing_record import add_figures, flag_suspicious, settled
-from evals.harness.measurement import parent_figure
 from evals.harness.measurement.gpu import release_cached_memory
 from evals.harness.measurement.timing import TimingStats
 from evals.harness.sandbox.process_tree import outlived, reap_strays
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.scenarios import Scenario
 from evals.harness.verdict.record import ScenarioResult, geomean
+from evals.harness.worker_link.session import Progress, Session
 from evals.harness.worker_link.worker_client import WorkerFailure
 
 STRICT_ROUNDS = (judge_time.TIMING_ATTEMPTS, judge_time.TIMING_ATTEMPTS + 4)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals.harness.judging.session import Session
 from evals.harness.measurement.timing import TimingSettings, TimingStats
 from evals.harness.verdict.record import ScenarioResult
+from evals.harness.worker_link.session import Session
 
 
 def record_timing(
@@ -61,7 +61,7 @@ def add_figures(
         into.update({name: TimingStats(**st) for name, st in header.get(key, {}).items()})
     timing = result.timing
     worker = {name: float(st["median_us"]) for name, st in header.get("worker_stats", {}).items()}
-    # a re-time's figures on the parent's clock (evals.harness.measurement.parent_figure)
+    # a re-time's figures on the parent's clock (evals.harness.clock_checks.parent_figure)
     if worker:
         timing["worker_us"] = {**timing.get("worker_us", {}), **worker}
     timing["converged"] = timing.get("converged", True) and header["stop"] == "converged"

@@ -17,10 +17,11 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from evals.harness.contract.scenarios import Scenario
-from evals.harness.judging.session import derive_seed, expected
+from evals.harness.failures import Code, Failure
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import Target
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.verification.verify import expected
+from evals.harness.worker_link.session import derive_seed
 from evals.harness.worker_link.worker_client import WorkerClient, WorkerFailure
 
 __all__ = ["StartFailure", "lightest", "start_workers"]

@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from evals.harness.pipeline.run_settings import RunSettings
 from evals.harness.pipeline.runner import evaluate
+from evals.harness.run_settings import RunSettings
 from evals.harness.sandbox.process_tree import become_subreaper
 from evals.harness.targets import target_names
 from evals.harness.verdict import report

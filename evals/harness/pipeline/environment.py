@@ -14,8 +14,8 @@ import shutil
 
 import torch
 
+from evals.harness.failures import Code, Failure
 from evals.harness.targets.base import Target
-from evals.harness.verdict.failures import Code, Failure
 
 
 def environment_fault(target: Target, *, building: bool) -> Failure | None:

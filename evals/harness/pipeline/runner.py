@@ -11,25 +11,25 @@ import threading
 import time
 from pathlib import Path
 
-from evals.harness.building import baseline_prebuild
 from evals.harness.building.build import BuildResult, build
 from evals.harness.building.cache_dir import default_cache_dir
 from evals.harness.contract.contract_draw import drawn_scenarios
-from evals.harness.contract.scenarios import Suite
+from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.judging.judge import PHASES, Tally
 from evals.harness.judging.judge_locked import Notify, fail_all, judge_locked, run_lock
-from evals.harness.judging.session import Progress
-from evals.harness.pipeline.device_lock import LockRecord
+from evals.harness.measurement.device_lock import LockRecord
 from evals.harness.pipeline.environment import environment_fault
-from evals.harness.pipeline.run_settings import RunSettings
+from evals.harness.run_settings import RunSettings
 from evals.harness.sandbox import footprint
 from evals.harness.sandbox.hygiene import hash_file, verify_install
 from evals.harness.sandbox.process_tree import outlived, reap_strays
+from evals.harness.scenarios import Suite
+from evals.harness.static import baseline_prebuild
 from evals.harness.static.static_checks import check_includes, check_symbols
 from evals.harness.targets import Target, get_target
 from evals.harness.verdict import provenance
-from evals.harness.verdict.failures import Code, Failure, HarnessInputError
 from evals.harness.verdict.record import Verdict
+from evals.harness.worker_link.session import Progress
 from evals.landlock import available_abi
 
 NOT_THE_CANDIDATE = frozenset({Code.DEVICE_BUSY, Code.HARNESS_ERROR, Code.ENVIRONMENT})
@@ -178,7 +178,7 @@ def _finish(
     """Judge the built candidate (or record why it cannot be judged) and fill the timing.
 
     ``builds``: the candidate's build, the trivial kernel's, still compiling beside it
-    (:mod:`evals.harness.building.baseline_prebuild`; waiting for it counts as static checks), and
+    (:mod:`evals.harness.static.baseline_prebuild`; waiting for it counts as static checks), and
     the cache both were built in (None: the shared one).
     ``before``: as :func:`_build_and_judge`'s. ``held``: the device's lock when this run
     already holds it (a CPU target's).

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import evals
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.failures import Code, Failure
 from evals.harness.verdict.record import Verdict
 
 __all__ = ["Footprint", "Place", "Watch", "changes", "judge", "protected_places", "snapshot"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import evals
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.failures import Code, Failure
 
 KEPT_VARIABLES = frozenset(
     {

@@ -3,7 +3,7 @@
 The candidate's worker may open any file read-only (Landlock confines writes only) and may call
 ``flock`` (its seccomp filter allows it: the CUDA driver's libraries are not ours to vet). So
 from a library initialiser or a call it can take its device's lock, the gate or a check slot
-(:mod:`evals.harness.pipeline.device_lock`), or another device's: its own run would wait until it
+(:mod:`evals.harness.measurement.device_lock`), or another device's: its own run would wait until it
 failed as ``device_busy``, an error that is not the candidate's, and every other run on the device
 would wait with it. The kernel says who holds which lock in ``/proc/locks``; a lock held there by
 the candidate's process on a file of the lock folder fails the run as ``sandbox_violation``. The
@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.failures import Code, Failure
 
 __all__ = ["LOCKS", "held_by", "lock_holders", "tamper_failure"]
 

@@ -17,7 +17,7 @@ import signal
 from collections.abc import Collection
 from pathlib import Path
 
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.failures import Code, Failure
 
 __all__ = ["become_subreaper", "children", "outlived", "reap_strays", "sweep"]
 

@@ -3,13 +3,17 @@
 A target's code is imported only when it is asked for, so a CPU machine never imports GPU code.
 Loaded by the parent and by both workers: the parent builds inputs and the float64 reference
 from a target (``attention`` holds the shared math), the workers make the calls. What a target's
-hooks return inside the candidate's worker is the candidate's to forge.
+hooks return inside the candidate's worker is the candidate's to forge. Beside ``base`` (the
+interface): ``source_policy`` (what candidates may include and link against), ``draw_space``
+(the space a contract scenario is drawn in) and ``guards`` (the checks around each call in the
+workers: inputs left untouched, outputs fresh).
 """
 
 from __future__ import annotations
 
 import importlib
 
+from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.targets.base import (
     AccuracyRule,
     BuildSpec,
@@ -21,7 +25,6 @@ from evals.harness.targets.base import (
     Work,
     WorkerLimits,
 )
-from evals.harness.verdict.failures import Code, Failure, HarnessInputError
 from evals.targets import target_folder, target_folders
 
 

@@ -9,13 +9,13 @@ from typing import Any, Literal
 
 import torch
 
-from evals.harness.contract.draw_space import DrawSpace
-from evals.harness.contract.scenarios import Scenario, Suite, load_suite
+from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.measurement.gpu import Ceilings
 from evals.harness.measurement.timing import Timer, TimingSettings
-from evals.harness.static.static_checks import SourcePolicy
-from evals.harness.verdict.failures import Code, Failure, HarnessInputError
-from evals.harness.verification.guards import MutationCheck
+from evals.harness.scenarios import Scenario, Suite, load_suite
+from evals.harness.targets.draw_space import DrawSpace
+from evals.harness.targets.guards import MutationCheck
+from evals.harness.targets.source_policy import SourcePolicy
 from evals.targets import target_folder
 
 DeviceKind = Literal["cpu", "cuda"]
@@ -277,7 +277,7 @@ class Target(ABC):
     def device_key(self) -> str:
         """The device runs are serialised on: the CPU here.
 
-        Its lock: :mod:`evals.harness.pipeline.device_lock`.
+        Its lock: :mod:`evals.harness.measurement.device_lock`.
         """
         return "cpu"
 

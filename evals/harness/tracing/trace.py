@@ -37,8 +37,8 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from evals.harness.failures import Code, Failure, one_line
 from evals.harness.static.static_checks import candidate_objects
-from evals.harness.verdict.failures import Code, Failure, one_line
 
 CALL_RANGE = "kernelseek_candidate_call"
 MARKER_RANGE = "kernelseek_stream_marker"

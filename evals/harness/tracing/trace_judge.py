@@ -17,11 +17,11 @@ import statistics
 import time
 from typing import Any
 
-from evals.harness.judging.session import Session, derive_seed, timing_seeds
+from evals.harness.failures import Code, Failure
 from evals.harness.tracing import trace
-from evals.harness.verdict.failures import Code, Failure
 from evals.harness.verdict.record import ScenarioResult
 from evals.harness.worker_link import channel
+from evals.harness.worker_link.session import Session, derive_seed, timing_seeds
 from evals.harness.worker_link.worker_client import WorkerFailure
 
 TRACE_CALLS = 3

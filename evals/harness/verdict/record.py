@@ -7,10 +7,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Failure
+from evals.harness.measurement.device_lock import LockRecord
 from evals.harness.measurement.timing import TimingStats
-from evals.harness.pipeline.device_lock import LockRecord
-from evals.harness.verdict.failures import Failure
+from evals.harness.scenarios import Scenario
 
 VERDICT_SCHEMA = "kernelseek.verdict/1"
 Status = Literal["ok", "failed", "error"]
@@ -27,7 +27,7 @@ class ScenarioResult:
         errors: Worst-case error figures over the checked input sets.
         times: Device-time stats per implementation (``candidate`` and upstream names): the
             headline every speedup, geomean and floor uses. On a CPU target they are the
-            parent's figures (:mod:`evals.harness.measurement.parent_figure`; ``timing['figure']``
+            parent's figures (:mod:`evals.harness.clock_checks.parent_figure`; ``timing['figure']``
             is ``parent``, ``median_us`` the fastest batch's time per call, with the batch's flips
             and digests left in on a small call: ``timing['figure_from']``), and the worker's own
             medians are in ``timing['worker_us']``.

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from evals.harness.pipeline.device_lock import LockRecord
+from evals.harness.measurement.device_lock import LockRecord
 from evals.harness.verdict.record import ScenarioResult, Verdict, aggregates
 from evals.targets import target_folder
 

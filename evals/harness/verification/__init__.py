@@ -1,7 +1,6 @@
 """Verification: outputs against the float64 reference and the accuracy rule.
 
-``verify``, ``sampled_check`` and ``kv_rewrite`` run in the parent, on outputs fetched from
-the worker and on a reference the parent computes itself. ``guards`` (inputs left untouched,
-outputs fresh) runs inside the workers, next to the candidate's calls: its findings are
-evidence against a candidate, never for one.
+Runs in the parent only, on outputs fetched from a worker and on a reference it computes
+itself: ``verify`` (one output, and the reference with the accuracy baseline), ``sampled_check``
+(the integrity checks' accuracy test), ``kv_rewrite`` (the partial-rewrite probe's edit).
 """

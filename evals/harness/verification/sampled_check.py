@@ -29,11 +29,10 @@ import random
 
 import torch
 
-from evals.harness.contract.scenarios import Scenario
-from evals.harness.judging.session import check_each, check_output
+from evals.harness.failures import Code, Failure
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target
-from evals.harness.verdict.failures import Code, Failure
-from evals.harness.verification.verify import check_meta
+from evals.harness.verification.verify import check_each, check_meta, check_output
 
 __all__ = ["BLOCK_SHARE", "ROW_SHARE", "SAMPLE_FROM_FLOPS", "check_sampled"]
 

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import torch
 
-from evals.harness.targets.base import AccuracyRule, OutputSpec
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.failures import Code, Failure
+from evals.harness.scenarios import Scenario
+from evals.harness.targets.base import AccuracyRule, Inputs, OutputSpec, Target
 
 
 @dataclass(frozen=True)
@@ -96,3 +97,59 @@ def check_values(
             f"+ floor {rule.floors[dtype] * value_scale + rounding:.3g})",
         )
     return Check(max_err, mean_err, base_err, tol, 0, failure)
+
+
+def check_each(
+    target: Target, scenario: Scenario, outs: list[torch.Tensor], inputs: Inputs
+) -> list[Failure | None]:
+    """Apply the accuracy rule to each of ``outs``, all computed from ``inputs``.
+
+    The float64 reference and the baseline are computed once for all of them: the reference
+    is most of a check's cost.
+    """
+    spec = target.expected_output(scenario)
+    failures: list[Failure | None] = [check_meta(out, spec) for out in outs]
+    if all(f is not None for f in failures):
+        return failures
+    reference, baseline = expected(target, scenario, inputs)
+    for i, out in enumerate(outs):
+        if failures[i] is None:
+            failures[i] = check_output(target, scenario, out, reference, baseline).failure
+    return failures
+
+
+def check_output(
+    target: Target,
+    scenario: Scenario,
+    out: torch.Tensor,
+    reference: torch.Tensor,
+    baseline: torch.Tensor | None,
+) -> Check:
+    """The target's accuracy rule on ``out`` for ``scenario`` (its meta already checked)."""
+    return check_values(
+        out,
+        reference=reference,
+        baseline=baseline,
+        rule=target.accuracy,
+        dtype=str(target.expected_output(scenario).dtype).removeprefix("torch."),
+        value_scale=target.value_scale(scenario),
+        rounding=target.score_rounding(scenario),
+    )
+
+
+def expected(
+    target: Target, scenario: Scenario, inputs: Inputs
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The float64 reference and the accuracy baseline's output, computed in this process.
+
+    On a contract scenario the baseline may be None: an upstream that cannot run an input the
+    contract allows does not excuse the candidate (the rounded reference stands in).
+    """
+    reference = target.reference(scenario, inputs)
+    try:
+        baseline = target.upstream(target.accuracy.baseline).prepare(inputs)()
+    except Exception:
+        if not scenario.contract:
+            raise
+        return reference, None
+    return reference, baseline

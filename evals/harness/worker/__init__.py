@@ -4,23 +4,22 @@ Two processes run it: the candidate's worker, which loads the candidate's librar
 ``dlopen``) under the OS sandbox, and the upstreams' worker, which never does. In the
 candidate's worker every line here shares a process with the candidate's code, which can
 rewrite its memory: nothing computed here is trusted by the parent unless checked from outside
-(:mod:`evals.harness` THREATS.md). The parent imports nothing from this package but
-:mod:`evals.harness.worker.protocol` (a test holds it to that); it starts the program with
-``python -m evals.worker_entry`` (:mod:`evals.harness.worker_link.worker_client`).
+(:mod:`evals.harness` THREATS.md). The parent imports nothing from this package (a test holds
+it to that; what both ends share is :mod:`evals.harness.worker_link.protocol`); it starts the
+program with ``python -m evals.worker_entry`` (:mod:`evals.harness.worker_link.worker_client`).
 
 Modules: ``serve`` (the request loop), ``wall`` (back-to-back batches for the parent's
 clock), ``warm`` (upstream warm-up calls), ``timed_outputs`` (outputs kept from timed calls),
-``errors`` (a candidate's exceptions as failures), ``heap`` (freed memory kept for reuse),
-``protocol`` (what both sides share).
+``errors`` (a candidate's exceptions as failures), ``heap`` (freed memory kept for reuse).
 """
 
 SHARED = (
+    "evals.harness.failures",
+    "evals.harness.scenarios",
     "evals.harness.building.cache_dir",
     "evals.harness.building.compile_command",
     "evals.harness.clock_checks.digest",
     "evals.harness.clock_checks.query_flips",
-    "evals.harness.contract.draw_space",
-    "evals.harness.contract.scenarios",
     "evals.harness.measurement.gpu",
     "evals.harness.measurement.timing",
     "evals.harness.sandbox.confine",
@@ -32,10 +31,12 @@ SHARED = (
     "evals.harness.static.symbol_rules",
     "evals.harness.static.syscalls",
     "evals.harness.targets.base",
+    "evals.harness.targets.draw_space",
+    "evals.harness.targets.guards",
+    "evals.harness.targets.source_policy",
     "evals.harness.tracing.trace",
-    "evals.harness.verdict.failures",
-    "evals.harness.verification.guards",
     "evals.harness.worker_link.channel",
+    "evals.harness.worker_link.protocol",
 )
 """The modules of other sub-packages the worker program loads, so that share the candidate's
 process in its worker: nothing they compute there is trusted unless checked from outside. A

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import torch
 
+from evals.harness.failures import Code, Failure, one_line
 from evals.harness.targets import OutputSpec
-from evals.harness.verdict.failures import Code, Failure, one_line
 
 __all__ = ["CandidateError", "candidate_error", "classify_call_error", "poisoned_allocations"]
 

@@ -6,7 +6,7 @@ returned to the kernel when they are dropped (large blocks are mapped and unmapp
 and the heap's free top is trimmed), so every batch faults its outputs' pages in afresh: on
 this project's 2-core machine, 40-80 us a call for a 128 KB output, more than a small call's
 own work, inside the figure that on a CPU target every speedup uses
-(:mod:`evals.harness.measurement.parent_figure`). Raising the mapping and trimming thresholds keeps
+(:mod:`evals.harness.clock_checks.parent_figure`). Raising the mapping and trimming thresholds keeps
 freed memory in the heap, so a batch reuses the pages the batch before it faulted in, as a timing
 loop reuses its one output's: the same for the candidate's worker and the upstreams'.
 """

@@ -23,14 +23,13 @@ from typing import Any
 import torch
 
 from evals.harness.clock_checks.digest import digests
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Code, Failure, one_line
 from evals.harness.measurement.gpu import release_cached_memory
 from evals.harness.measurement.timing import Timer, TimingSettings, call_seed, measure
 from evals.harness.sandbox import os_sandbox
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target, get_target
-from evals.harness.tracing.trace import Recorder
-from evals.harness.verdict.failures import Code, Failure, one_line
-from evals.harness.verification.guards import (
+from evals.harness.targets.guards import (
     CLONE_LIMIT_BYTES,
     KEEP_INPUTS_BYTES,
     KEEP_TIMED_BYTES,
@@ -38,6 +37,7 @@ from evals.harness.verification.guards import (
     aliasing,
     input_bytes,
 )
+from evals.harness.tracing.trace import Recorder
 from evals.harness.worker.errors import (
     CandidateError,
     candidate_error,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.failures import Code, Failure
 from evals.harness.worker.errors import CandidateError
 
 __all__ = ["TimedOutputs"]

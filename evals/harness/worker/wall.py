@@ -14,12 +14,12 @@ import torch
 
 from evals.harness.clock_checks.digest import digests, warm
 from evals.harness.clock_checks.query_flips import base_bits, flip, make_mask
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import Code, Failure
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target
-from evals.harness.verdict.failures import Code, Failure
 from evals.harness.worker.errors import CandidateError, candidate_error
-from evals.harness.worker.protocol import fresh_queries
 from evals.harness.worker_link import channel
+from evals.harness.worker_link.protocol import fresh_queries
 
 
 class Host(Protocol):

@@ -10,9 +10,9 @@ from typing import Any
 
 import torch
 
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.failures import one_line
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import Target
-from evals.harness.verdict.failures import one_line
 from evals.harness.worker_link import channel
 
 

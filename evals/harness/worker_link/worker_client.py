@@ -16,10 +16,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from evals.harness.failures import PARENT_ONLY, Code, Failure, one_line
 from evals.harness.sandbox.hygiene import clean_environment, with_package_root
 from evals.harness.sandbox.os_sandbox import SANDBOX_ENV
 from evals.harness.targets import Target
-from evals.harness.verdict.failures import PARENT_ONLY, Code, Failure, one_line
 from evals.harness.worker_link import channel
 from evals.harness.worker_link.worker_log import CappedLog
 from evals.worker_entry import WORKER_DIR_ENV

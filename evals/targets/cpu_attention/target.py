@@ -15,18 +15,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from evals.harness.contract.draw_space import DrawSpace
-from evals.harness.contract.scenarios import Scenario
 from evals.harness.measurement.cpu_ceilings import measure_cpu_ceilings
 from evals.harness.measurement.gpu import Ceilings
 from evals.harness.measurement.timing import PerfCounterTimer, Timer, TimingSettings
-from evals.harness.static.static_checks import (
-    COMMON_FORBIDDEN_SYMBOLS,
-    DISPATCHER_SYMBOLS,
-    STD_HEADERS,
-    TORCH_HEADERS,
-    SourcePolicy,
-)
+from evals.harness.scenarios import Scenario
 from evals.harness.static.symbol_baseline import trivial_source
 from evals.harness.static.symbol_rules import COMMON_ALLOWED_SYMBOLS, OPENMP_ALLOWED_SYMBOLS
 from evals.harness.targets.attention import (
@@ -47,6 +39,14 @@ from evals.harness.targets.base import (
     Upstream,
     Work,
     WorkerLimits,
+)
+from evals.harness.targets.draw_space import DrawSpace
+from evals.harness.targets.source_policy import (
+    COMMON_FORBIDDEN_SYMBOLS,
+    DISPATCHER_SYMBOLS,
+    STD_HEADERS,
+    TORCH_HEADERS,
+    SourcePolicy,
 )
 from evals.harness.verification.kv_rewrite import rewrite_kv_rows
 

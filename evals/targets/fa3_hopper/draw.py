@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evals.harness.contract.draw_space import DrawSpace
+from evals.harness.targets.draw_space import DrawSpace
 from evals.harness.verification.kv_rewrite import rewrite_kv_rows
 from evals.targets.fa3_hopper.problem import Fa3Params
 

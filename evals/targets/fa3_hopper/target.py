@@ -13,8 +13,6 @@ from typing import Any
 import torch
 
 from evals.harness.building.cuda_driver import driver_link_flags
-from evals.harness.contract.draw_space import DrawSpace
-from evals.harness.contract.scenarios import Scenario
 from evals.harness.measurement.gpu import (
     Ceilings,
     CudaEventTimer,
@@ -24,7 +22,7 @@ from evals.harness.measurement.gpu import (
     measure_ceilings,
 )
 from evals.harness.measurement.timing import Timer, TimingSettings
-from evals.harness.static.static_checks import STD_HEADERS, TORCH_HEADERS, SourcePolicy
+from evals.harness.scenarios import Scenario
 from evals.harness.static.symbol_baseline import trivial_source
 from evals.harness.static.symbol_rules import (
     COMMON_ALLOWED_SYMBOLS,
@@ -43,7 +41,9 @@ from evals.harness.targets.base import (
     Work,
     WorkerLimits,
 )
-from evals.harness.verification.guards import MutationCheck
+from evals.harness.targets.draw_space import DrawSpace
+from evals.harness.targets.guards import MutationCheck
+from evals.harness.targets.source_policy import STD_HEADERS, TORCH_HEADERS, SourcePolicy
 from evals.targets.fa3_hopper import draw as fa3_draw
 from evals.targets.fa3_hopper import problem
 from evals.targets.fa3_hopper.upstreams import fa3_upstreams, import_fa3

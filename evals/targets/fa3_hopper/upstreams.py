@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.scenarios import Scenario
 from evals.harness.targets.base import Inputs, Upstream
 from evals.targets.fa3_hopper.problem import Fa3Params
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
+from evals.harness.failures import Code, Failure, HarnessInputError
 from evals.harness.targets.base import AccuracyRule
-from evals.harness.verdict.failures import Code, Failure, HarnessInputError
 from evals.targets.fa3_hopper.target import (
     Fa3Hopper,
 )

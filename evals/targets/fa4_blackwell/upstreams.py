@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch.nn.attention import SDPBackend
 
-from evals.harness.contract.scenarios import Scenario
+from evals.harness.scenarios import Scenario
 from evals.harness.targets.base import Inputs, Upstream
 from evals.targets.fa3_hopper.upstreams import TorchSdpa, dist_version, first_output
 

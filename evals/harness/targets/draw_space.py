@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evals.harness.verdict.failures import Code, Failure, HarnessInputError
+from evals.harness.failures import Code, Failure, HarnessInputError
 
 DRAW_FORMAT = "kernelseek.draw/1"
 KINDS = ("int", "uniform", "choice", "cycle")

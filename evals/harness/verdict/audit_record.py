@@ -1,7 +1,8 @@
 """The record of one audited timing round and the settings of its bound.
 
 :mod:`evals.harness.clock_checks.round_audit` makes these (the audit itself and why); the run's
-:class:`evals.harness.judging.session.Session` keeps each scenario's until the verdict is written.
+:class:`evals.harness.worker_link.session.Session` keeps each scenario's until the verdict is
+written.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from evals.harness.verdict.failures import Code, Failure, HarnessInputError
+from evals.harness.failures import Code, Failure, HarnessInputError
 
 SUITE_FORMAT = "kernelseek.suite/1"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from evals.harness.verdict.failures import Code, Failure
+from evals.harness.failures import Code, Failure
 
 CLONE_LIMIT_BYTES = 2 << 30
 """Inputs up to this size are cloned for an exact comparison; larger ones are checksummed."""

@@ -10,13 +10,11 @@ from typing import Any
 
 import torch
 
-from evals.harness.clock_checks.audit_record import RoundAudit
-from evals.harness.contract.scenarios import Scenario
 from evals.harness.measurement.gpu import Ceilings
-from evals.harness.targets import Inputs, Target
-from evals.harness.verdict.failures import Failure
+from evals.harness.scenarios import Scenario
+from evals.harness.targets import Target
+from evals.harness.verdict.audit_record import RoundAudit
 from evals.harness.verdict.record import ScenarioResult
-from evals.harness.verification.verify import Check, check_meta, check_values
 from evals.harness.worker_link import channel
 from evals.harness.worker_link.worker_client import WorkerClient
 
@@ -76,62 +74,6 @@ class Session:
     """Per scenario id, the candidate's metered timing rounds awaiting their null rounds."""
     upstream_issue_us: float = 0.0
     """GPU: the slowest median host issue time of any upstream round so far in this run."""
-
-
-def check_each(
-    target: Target, scenario: Scenario, outs: list[torch.Tensor], inputs: Inputs
-) -> list[Failure | None]:
-    """Apply the accuracy rule to each of ``outs``, all computed from ``inputs``.
-
-    The float64 reference and the baseline are computed once for all of them: the reference
-    is most of a check's cost.
-    """
-    spec = target.expected_output(scenario)
-    failures: list[Failure | None] = [check_meta(out, spec) for out in outs]
-    if all(f is not None for f in failures):
-        return failures
-    reference, baseline = expected(target, scenario, inputs)
-    for i, out in enumerate(outs):
-        if failures[i] is None:
-            failures[i] = check_output(target, scenario, out, reference, baseline).failure
-    return failures
-
-
-def check_output(
-    target: Target,
-    scenario: Scenario,
-    out: torch.Tensor,
-    reference: torch.Tensor,
-    baseline: torch.Tensor | None,
-) -> Check:
-    """The target's accuracy rule on ``out`` for ``scenario`` (its meta already checked)."""
-    return check_values(
-        out,
-        reference=reference,
-        baseline=baseline,
-        rule=target.accuracy,
-        dtype=str(target.expected_output(scenario).dtype).removeprefix("torch."),
-        value_scale=target.value_scale(scenario),
-        rounding=target.score_rounding(scenario),
-    )
-
-
-def expected(
-    target: Target, scenario: Scenario, inputs: Inputs
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The float64 reference and the accuracy baseline's output, computed in this process.
-
-    On a contract scenario the baseline may be None: an upstream that cannot run an input the
-    contract allows does not excuse the candidate (the rounded reference stands in).
-    """
-    reference = target.reference(scenario, inputs)
-    try:
-        baseline = target.upstream(target.accuracy.baseline).prepare(inputs)()
-    except Exception:
-        if not scenario.contract:
-            raise
-        return reference, None
-    return reference, baseline
 
 
 def unpack(

@@ -38,10 +38,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from evals.harness.clock_checks import wall_check
-from evals.harness.contract.scenarios import Scenario
-from evals.harness.judging.session import Session
 from evals.harness.measurement.timing import TimingStats
+from evals.harness.scenarios import Scenario
 from evals.harness.verdict.record import ScenarioResult
+from evals.harness.worker_link.session import Session
 
 __all__ = ["adopt_candidate", "candidate_header", "measure_upstreams", "upstream_header"]
 

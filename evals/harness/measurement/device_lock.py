@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from evals.harness.verdict.failures import Code, Failure, HarnessInputError
+from evals.harness.failures import Code, Failure, HarnessInputError
 
 LOCK_DIR_ENV = "KERNELSEEK_LOCK_DIR"
 POLL_S = 0.2
