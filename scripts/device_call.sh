@@ -64,7 +64,7 @@ for step in "$@"; do
       grep -E "summary|time:|phases|protect|fail" "$work/faster-dev.log" | head -20 ;;
     rows) python3 benchmarks/inspect_replay.py --task tasks/fa3_hopper -T sandbox=local \
         -T score_suite=dev --kernel kernels/fa3_hopper/start.cu \
-        --kernel tests/data/fa3_hopper/faster.cu --epochs 2 --out "$work/rows" \
+        --kernel tests/data/fa3_hopper/faster.cu --epochs 3 --max-samples 2 --out "$work/rows" \
         > "$work/rows.log" 2>&1; echo "rows rc=$?"; tail -15 "$work/rows.log" ;;
     fa4-support) KERNELSEEK_FA4_ARCH=sm_90a timeout -s INT "${TEST_LIMIT:-540}" python3 \
         benchmarks/fa4_support.py --out "$work/fa4-support.json" --suite dev --suite full \

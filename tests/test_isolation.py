@@ -165,9 +165,15 @@ def test_an_isolated_dataset_publishes_unmarked(tmp_path):
 
 
 def test_a_dataset_from_before_the_record_reads_unknown_and_is_not_published(tmp_path):
-    # results/dataset/ was built at dataset version 3, without the column
-    runs, _ = load(ROOT / "results" / "dataset")
+    import pandas as pd
+
+    # the shipped rows as a dataset built before dataset version 4 holds them: no column
+    old = tmp_path / "old"
+    old.mkdir()
+    shipped = pd.read_parquet(ROOT / "results" / "dataset" / "runs.parquet")
+    shipped.drop(columns=["isolation"]).to_parquet(old / "runs.parquet")
+    runs, _ = load(old)
     assert len(runs) and set(runs["isolation"]) == {"unknown"}
-    proc = _results("leaderboard", "--dataset", str(ROOT / "results" / "dataset"), "--out",
-                    str(tmp_path / "lb"), "--publish")
+    proc = _results("leaderboard", "--dataset", str(old), "--out", str(tmp_path / "lb"),
+                    "--publish")
     assert proc.returncode == 2 and "unknown" in proc.stderr

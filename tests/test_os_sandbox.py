@@ -55,7 +55,7 @@ try:
     found["thread"] = "started"
 except RuntimeError:
     found["thread"] = "refused"
-with open(os.path.join("evals", "harness", "os_sandbox.py")) as f:
+with open(os.path.join("evals", "harness", "sandbox", "os_sandbox.py")) as f:
     found["read"] = len(f.read()) > 0
 found["allocated"] = len(bytearray(64 << 20))
 b = torch.randn(256, 256)
