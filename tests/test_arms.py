@@ -95,6 +95,7 @@ def _info(sample, key):
             if e.event == "info" and isinstance(e.data, dict) and key in e.data]
 
 
+@pytest.mark.long
 def test_bank_arm_asks_at_a_limit_claim_a_suspicious_gain_and_a_stall(tmp_path):
     outputs = [
         _tool("bench"),                                            # start kernel: first best
@@ -115,6 +116,7 @@ def test_bank_arm_asks_at_a_limit_claim_a_suspicious_gain_and_a_stall(tmp_path):
         assert points == ["limit_claim", "suspicious_gain", "stall"]
 
 
+@pytest.mark.long
 def test_model_arm_uses_the_questioner_and_replaces_a_rule_breaking_question(tmp_path):
     good = "Is the time going into loading K and V or into the exponentials? Time each part."
     questioner = _scripted([_text(good), _text("Use blocking to fix it.")])
@@ -142,6 +144,7 @@ def test_question_rules(text, reason):
     assert question_rule_broken(text) == reason
 
 
+@pytest.mark.long
 def test_scripted_arm_advances_through_its_stages(tmp_path):
     outputs = [
         _tool("bench"),                                    # measure: first best -> next stage
@@ -161,6 +164,7 @@ def test_scripted_arm_advances_through_its_stages(tmp_path):
         assert load_recipe(bench_target(target).recipe()).target == target
 
 
+@pytest.mark.long
 def test_open_ended_arm_grows_an_archive_and_keeps_the_best(tmp_path):
     fast = (CPU_KERNELS / "fast.cpp").read_text()
     wrong = (CPU_KERNELS / "wrong.cpp").read_text()
@@ -185,6 +189,7 @@ def test_open_ended_arm_grows_an_archive_and_keeps_the_best(tmp_path):
     assert len(set(seeds.values())) == EPOCHS
 
 
+@pytest.mark.long
 def test_autonomous_arm_uses_profile_and_lessons(tmp_path):
     outputs = [
         _tool("lessons_read"),
@@ -206,6 +211,7 @@ def test_autonomous_arm_uses_profile_and_lessons(tmp_path):
         assert "reference_attention.py" in tool_out["bash"][0]
 
 
+@pytest.mark.long
 def test_human_arm_continues_cleanly_when_no_one_is_attached(tmp_path):
     outputs = [_text("We are near the theoretical peak."), _tool("submit")]
     log = _eval(kernelseek(wait_s=2), outputs, tmp_path)

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from evals.harness import VERDICT_SCHEMA
 from tests.helpers import CPU_KERNELS, START_CPU, run_harness
 
@@ -13,6 +15,7 @@ def _score(kernel, out):
     return proc, json.loads(out.read_text())
 
 
+@pytest.mark.long
 def test_score_start_and_fast_kernels(tmp_path):
     start_proc, start = _score(START_CPU, tmp_path / "start.json")
     _, fast = _score(CPU_KERNELS / "fast.cpp", tmp_path / "fast.json")

@@ -11,6 +11,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "honest_margins.py"
 SEEDS = "40"
@@ -25,6 +27,7 @@ def _margins():
     return module
 
 
+@pytest.mark.long
 def test_every_honest_kernel_stays_well_inside_the_rule(capsys):
     margins = _margins()
     rc = margins.main(["--seeds", SEEDS])
@@ -45,6 +48,7 @@ def _drawn_count():
     return sum(len(drawn_scenarios(target, "full", seed)) for seed in range(int(SEEDS)))
 
 
+@pytest.mark.long
 def test_a_kernel_right_by_a_hair_is_flagged(capsys):
     # its exp is off by up to 1.5e-5: it passes most runs and failed a CI run (the random
     # draws alone put it at 0.8 of the tolerance; a covering scenario, fp32, at 1.06)

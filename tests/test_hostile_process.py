@@ -203,6 +203,7 @@ def test_write_escape_is_a_sandbox_violation_where_files_are_writable(tmp_path, 
         _remove([p for p, _ in tried] + _escape_targets())
 
 
+@pytest.mark.long
 def test_a_forged_clock_within_every_bound_gains_nothing_on_the_cpu(tmp_path, monkeypatch):
     # issue 40: a clock forged no further than the round audit scales and the wall-clock check
     # allows (before: 1.38x and 1.87x its honest twin, exit 0). The worker's figures still show

@@ -37,6 +37,7 @@ def _score(log):
     return log.samples[0].scores["kernel_speedup"]
 
 
+@pytest.mark.long
 def test_wrong_kernel_is_sent_back_then_faster_kernel_scores(tmp_path):
     start_log = _run([_out("submit")], tmp_path)
     log = _run([_install("wrong.cpp"), _out("submit"), _install("fast.cpp"), _out("submit")],
@@ -53,6 +54,7 @@ def test_wrong_kernel_is_sent_back_then_faster_kernel_scores(tmp_path):
     assert metrics[("speedup", "gmean")] > 0 and metrics[("success", "rate")] == 1
 
 
+@pytest.mark.long
 def test_crashing_kernel_scores_zero_with_reason_and_log_succeeds(tmp_path):
     log = _run([_install("segfault.cpp"), _out("submit")], tmp_path, attempts=1)
     assert log.status == "success"
@@ -63,6 +65,7 @@ def test_crashing_kernel_scores_zero_with_reason_and_log_succeeds(tmp_path):
     assert score.metadata["isolation"] == "local"  # the agent and the scorer shared this host
 
 
+@pytest.mark.long
 def test_stop_condition_caches_verification_by_kernel_hash(tmp_path):
     log = _run([_install("wrong.cpp"), _out("submit"), _out("submit"), _out("submit")],
                tmp_path)
@@ -93,6 +96,7 @@ def test_fa3_task_builds_with_docker_sandbox_and_prompt():
     assert task.version == 1 and task.metadata["settings"]["score_suite"] == "full"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("solver", ["kernelseek", "evals/kernelseek", "kernel_agent",
                                     "evals/kernelseek_bank"])
 def test_cli_resolves_solver_names(tmp_path, solver):

@@ -52,6 +52,7 @@ def runs_dir(tmp_path_factory):
     return out
 
 
+@pytest.mark.long
 def test_dataset_has_one_tidy_row_per_run(runs_dir):
     runs, reference = load(runs_dir / "dataset")
     assert len(runs) == 2 * EPOCHS + 1 and set(runs["kind"]) == {"measured"}
@@ -72,6 +73,7 @@ def test_dataset_has_one_tidy_row_per_run(runs_dir):
     assert "## Schema" in card and "## Licence" in card and "## Provenance" in card
 
 
+@pytest.mark.long
 def test_success_rate_and_conditional_geomean_follow_the_definitions(runs_dir):
     runs, _ = load(runs_dir / "dataset")
     start = runs[runs["arm"] == "replay:start"]
@@ -86,6 +88,7 @@ def test_success_rate_and_conditional_geomean_follow_the_definitions(runs_dir):
     assert s.geomean_ci.method == "t" and s.excluded == 0 and set(start["outcome"]) == {"scored"}
 
 
+@pytest.mark.long
 def test_permutation_test_detects_the_planted_difference_not_a_null_one(runs_dir):
     runs, _ = load(runs_dir / "dataset")
     fast = summarise_arm("replay:fast", runs[runs["arm"] == "replay:fast"])
@@ -110,6 +113,7 @@ def test_permutation_test_detects_the_planted_difference_not_a_null_one(runs_dir
     assert null.min_p_holm == pytest.approx(min(1.0, 3 * min(planted.min_p, null.min_p)))
 
 
+@pytest.mark.long
 def test_leaderboard_reports_each_part_separately(runs_dir):
     text = (runs_dir / "leaderboard" / "README.md").read_text()
     for part in ("95% Wilson", "95% interval", "] t |", "Welch t", "fast_1.0", "p (Holm)",

@@ -19,6 +19,7 @@ import tomllib
 from email.parser import Parser
 from pathlib import Path
 
+import pytest
 from inspect_ai.log import read_eval_log
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -114,6 +115,7 @@ def _install(tmp_path, env):
     return python, Path(purelib)
 
 
+@pytest.mark.long
 def test_the_wheel_runs_an_arm_end_to_end_outside_the_checkout(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "KERNELSEEK_ROOT", "VIRTUAL_ENV")}
