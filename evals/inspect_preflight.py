@@ -99,18 +99,30 @@ def _model(args: list[str]) -> str | None:
     model = option(args, "--model") or os.environ.get("INSPECT_EVAL_MODEL")
     if not model:
         return None  # Inspect says so itself, in one line
+    return model_problem(model, args) or provider_package_problem(model)
+
+
+def model_problem(model: str, args: list[str] | None = None) -> str | None:
+    """One line saying what is wrong with a model's name (and the ``-M`` of ``args``), or None."""
     provider, sep, _ = model.partition("/")
     if not sep:
         return (
             f"model {model!r} names no provider: write provider/model "
             f"(e.g. openai/{model}, anthropic/..., or mockllm/model offline)"
         )
-    if provider == "mockllm" and any(name == "custom_outputs" for name, _ in pairs(args, "-M")):
+    model_args = pairs(args or [], "-M")
+    if provider == "mockllm" and any(name == "custom_outputs" for name, _ in model_args):
         return (
             "-M custom_outputs cannot come from the command line (mockllm needs ModelOutput "
             "objects): script an agent in Python with evals.replay, or run "
             "python -m evals.questioner_demo to meet every decision point offline"
         )
+    return None
+
+
+def provider_package_problem(model: str) -> str | None:
+    """The extra to install where this machine lacks the package of ``model``'s provider."""
+    provider = model.partition("/")[0]
     package = PROVIDER_PACKAGES.get(provider)
     if package is not None and importlib.util.find_spec(package) is None:
         return f"model {model!r} needs the {package} package: pip install '.[{provider}]'"
@@ -141,8 +153,13 @@ def _task(args: list[str], target: str) -> str | None:
         settings = task_args(target, pairs(args, "-T"))
     except TaskArgumentError as exc:
         return str(exc)
-    problem = gpu_problem(target, settings.sandbox)
-    if problem is None and settings.sandbox == "docker":
+    return device_problem(target, settings.sandbox)
+
+
+def device_problem(target: str, sandbox: str) -> str | None:
+    """What this machine lacks to score ``target`` in ``sandbox``: its GPU, a Docker engine."""
+    problem = gpu_problem(target, sandbox)
+    if problem is None and sandbox == "docker":
         problem = docker_problem()
     return problem
 

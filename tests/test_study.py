@@ -33,7 +33,9 @@ def test_the_plan_counts_runs_device_hours_and_tokens(tmp_path):
     plan = _plan(tmp_path, task_args=args, models=("a/b", "c/d"))
     cost = TARGETS["cpu_attention"].folder.cost
     assert cost is not None and plan.runs == 2 * 2 * 3
-    assert plan.device_hours() == pytest.approx(12 * (10 * cost.evaluation_s + cost.score_s) / 3600)
+    # the defaults: evaluations on the dev suite, the score on the full suite
+    assert (args.suite, args.score_suite) == ("dev", "full")
+    assert plan.device_hours() == pytest.approx(12 * (10 * cost.dev_s + cost.full_s) / 3600)
     assert plan.agent_tokens() == 12 * args.message_limit * plan.tokens_per_message
     limited = _plan(tmp_path, task_args=dataclasses.replace(args, token_limit=1000))
     assert limited.agent_tokens() == 6 * 1000
@@ -45,7 +47,8 @@ def test_the_plan_counts_runs_device_hours_and_tokens(tmp_path):
 def test_every_target_states_what_its_runs_cost():
     for target in TARGETS.values():
         cost = target.folder.cost
-        assert cost is not None and cost.evaluation_s > 0 and cost.score_s > 0, target.name
+        assert cost is not None, target.name
+        assert 0 < cost.smoke_s < cost.dev_s < cost.full_s, target.name
         assert "results/measurements" in cost.basis
 
 
@@ -92,6 +95,35 @@ def test_plan_only_prints_the_plan_and_runs_nothing(tmp_path, capsys, monkeypatc
     assert main([*argv, "--log-dir", str(tmp_path / "l"), "--plan-only"]) == 0
     out = capsys.readouterr().out
     assert "1 arms x 1 models x 2 epochs = 2 runs" in out and "mockllm/model" in out
+
+
+def test_the_plan_is_sized_from_the_suites_it_runs(tmp_path):
+    cost = TARGETS["cpu_attention"].folder.cost
+    assert cost is not None
+    smoke = dataclasses.replace(TARGETS["cpu_attention"].defaults, evaluations=4, suite="smoke",
+                                score_suite="smoke")
+    hours = _plan(tmp_path, task_args=smoke, epochs=1, arms=("kernel_agent",)).device_hours()
+    assert hours == pytest.approx((4 * cost.smoke_s + cost.smoke_s) / 3600)
+    full = dataclasses.replace(smoke, score_suite="full")
+    hours_full = _plan(tmp_path, task_args=full, epochs=1, arms=("kernel_agent",)).device_hours()
+    assert hours_full == pytest.approx((4 * cost.smoke_s + cost.full_s) / 3600)
+    assert hours_full > hours
+
+
+def test_plan_only_needs_no_provider_package_and_names_the_extra(tmp_path, capsys, monkeypatch):
+    import evals.inspect_preflight as preflight_module
+
+    monkeypatch.setattr(preflight_module, "PROVIDER_PACKAGES", {"acme": "no_such_module_xyz"})
+    argv = ["cpu_attention", "--arm", "kernel_agent", "--model", "acme/big", "-T", "suite=smoke",
+            "--log-dir", str(tmp_path / "l")]
+    assert main([*argv, "--plan-only"]) == 0
+    out = capsys.readouterr().out
+    assert "1 arms x 1 models x 5 epochs = 5 runs" in out
+    assert "before it can run here: model 'acme/big' needs the no_such_module_xyz package: " \
+        "pip install '.[acme]'" in out
+    assert main(argv) == 2  # the study itself cannot run here: one line, nothing started
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "pip install '.[acme]'" in err and "\n" not in err
 
 
 def test_each_arm_is_a_task_of_the_target_with_that_solver(tmp_path):
@@ -207,7 +239,7 @@ def test_the_command_exits_non_zero_when_results_for_publication_were_not_built(
 ):
     import evals.study.__main__ as study_main
 
-    monkeypatch.setattr(study_main, "preflight", lambda argv: None)  # no docker engine needed
+    monkeypatch.setattr(study_main, "device_problem", lambda *a: None)  # no docker engine needed
     monkeypatch.setattr(study_run, "eval_set", _fake_eval_set(True, []))
     argv = ["cpu_attention", "--arm", "kernel_agent", "--replay", str(START), "-T",
             "sandbox=docker", "--log-dir", str(tmp_path / "l")]

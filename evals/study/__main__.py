@@ -26,7 +26,13 @@ from pathlib import Path
 
 from evals.bench.targets import TARGETS
 from evals.bench.validate import TaskArgumentError
-from evals.inspect_preflight import preflight, split_pairs, task_args
+from evals.inspect_preflight import (
+    device_problem,
+    model_problem,
+    provider_package_problem,
+    split_pairs,
+    task_args,
+)
 from evals.study.plan import StudyPlan, StudyPlanError
 
 EXIT_INCOMPLETE = 1
@@ -81,11 +87,8 @@ def make_plan(args: argparse.Namespace) -> StudyPlan:
         targs = task_args(args.target, pairs)
     except TaskArgumentError as exc:
         raise StudyPlanError(str(exc)) from None
-    # the checks `python -m evals.inspect_cli eval` makes: a model's provider and its package,
-    # a docker sandbox's engine (the arms are checked by the plan)
-    flags = [flag for name, value in pairs for flag in ("-T", f"{name}={value}")]
     for model in models:
-        problem = preflight(["eval", f"tasks/{args.target}", "--model", model, *flags])
+        problem = model_problem(model)
         if problem is not None:
             raise StudyPlanError(problem)
     return StudyPlan(
@@ -100,6 +103,17 @@ def make_plan(args: argparse.Namespace) -> StudyPlan:
     )
 
 
+def machine_problems(plan: StudyPlan) -> list[str]:
+    """What this machine lacks to run the plan, one line each (empty: nothing).
+
+    The checks `python -m evals.inspect_cli eval` makes of the machine: each model's provider
+    package (the extra to install), a GPU target's device, a docker sandbox's engine.
+    """
+    found = [provider_package_problem(model) for model in plan.models]
+    found.append(device_problem(plan.target, plan.task_args.sandbox))
+    return [problem for problem in found if problem is not None]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the plan, run or resume the study, build the results; returns the exit status."""
     args = parser().parse_args(argv)
@@ -108,8 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     except StudyPlanError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    problems = machine_problems(plan)
+    if problems and not args.plan_only:
+        print(f"error: {problems[0]}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     print("\n".join(plan.lines()), flush=True)
     if args.plan_only:
+        for problem in problems:
+            print(f"before it can run here: {problem}")
         return 0
     from evals.bench.targets import bench_target
     from evals.replay import replay_model, submit_kernel

@@ -3,9 +3,10 @@
 The plan is printed before anything runs, so a person sees the size of a study (runs, the
 budget of each, device hours and agent tokens at most) before spending it. Device time comes
 from the target's ``[cost]`` table (``evals/targets/<name>/target.toml``: seconds of device
-time one harness evaluation and one final score take, measured where the table says); tokens
-from the task's ``token_limit``, or, without one, from its message limit times an assumed
-number of tokens a message (``tokens_per_message``, printed as the assumption it is).
+time one harness run takes on each suite, measured where the table says), for the suites the
+study runs (its agents' evaluations on the work suite, each final score on the score suite);
+tokens from the task's ``token_limit``, or, without one, from its message limit times an
+assumed number of tokens a message (``tokens_per_message``, printed as the assumption it is).
 """
 
 from __future__ import annotations
@@ -85,12 +86,16 @@ class StudyPlan:
     def device_hours(self) -> float | None:
         """Device hours at most: every run spends all its evaluations, then the score.
 
+        Each evaluation costs a harness run on the work suite, the score one on the score
+        suite (``-T suite`` and ``-T score_suite``).
+
         None when the target's folder has no ``[cost]`` table.
         """
         cost = TARGETS[self.target].folder.cost
         if cost is None:
             return None
-        per_run = self.task_args.evaluations * cost.evaluation_s + cost.score_s
+        args = self.task_args
+        per_run = args.evaluations * cost.run_s(args.suite) + cost.run_s(args.score_suite)
         return self.runs * per_run / 3600.0
 
     def agent_tokens(self) -> int:

@@ -36,18 +36,27 @@ class Version:
 
 @dataclass(frozen=True, kw_only=True)
 class Cost:
-    """What one run of the target's task costs its device (``[cost]`` of ``target.toml``).
+    """What one harness run of the target costs its device (``[cost]`` of ``target.toml``).
 
     Attributes:
-        evaluation_s: Device seconds of one harness evaluation on the work suite (build
-            included).
-        score_s: Device seconds of the final score on the score suite (build included).
-        basis: Where the figures were measured.
+        smoke_s: Device seconds of one harness run (an agent's evaluation or the final
+            score, build included) on the smoke suite.
+        dev_s: The same on the dev suite.
+        full_s: The same on the full suite.
+        basis: Where the figures were measured (or how scaled from a measured one).
     """
 
-    evaluation_s: float
-    score_s: float
+    smoke_s: float
+    dev_s: float
+    full_s: float
     basis: str
+
+    def run_s(self, suite: str) -> float:
+        """Device seconds of one harness run on ``suite`` (``smoke``, ``dev`` or ``full``)."""
+        seconds = {"smoke": self.smoke_s, "dev": self.dev_s, "full": self.full_s}
+        if suite not in seconds:
+            raise ValueError(f"unknown suite {suite!r} (known: {', '.join(seconds)})")
+        return seconds[suite]
 
 
 @dataclass(frozen=True, kw_only=True)
