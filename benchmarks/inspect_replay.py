@@ -48,24 +48,26 @@ def run_kernel(args: argparse.Namespace, kernel: Path, targs: dict[str, str]) ->
     from inspect_ai import eval as inspect_eval
 
     from evals.bench import bench_target, kernel_agent
+    from evals.heartbeat import heartbeat
     from evals.replay import replay_model, submit_kernel
 
     target = Path(args.task).name.removesuffix(".py")
     model = replay_model(submit_kernel(kernel, bench_target(target).kernel_file))
     # the log's name carries the arm, as `python -m evals.inspect_cli` names them
     os.environ["INSPECT_EVAL_LOG_FILE_PATTERN"] = f"{{task}}-replay-{kernel.stem}_{{id}}"
-    [log] = inspect_eval(
-        args.task,  # relative to the repository root, the working directory (Inspect's rule)
-        solver=kernel_agent(attempts=1),
-        model=model,
-        epochs=args.epochs,
-        max_samples=args.max_samples,
-        task_args=targs,
-        log_dir=str(args.out / "logs"),
-        metadata={"arm": f"replay:{kernel.stem}"},
-        tags=[f"arm:replay:{kernel.stem}"],
-        display="plain",
-    )
+    with heartbeat(f"replay {kernel.name}", log_dir=args.out / "logs"):
+        [log] = inspect_eval(
+            args.task,  # relative to the repository root, the working directory (Inspect's rule)
+            solver=kernel_agent(attempts=1),
+            model=model,
+            epochs=args.epochs,
+            max_samples=args.max_samples,
+            task_args=targs,
+            log_dir=str(args.out / "logs"),
+            metadata={"arm": f"replay:{kernel.stem}"},
+            tags=[f"arm:replay:{kernel.stem}"],
+            display="plain",
+        )
     if log.status != "success":
         why = log.error.message.strip().splitlines()[-1] if log.error else "no error recorded"
         return f"error: {kernel}: log {log.location} status {log.status}: {why}"

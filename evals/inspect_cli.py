@@ -9,6 +9,7 @@ Same arguments as ``inspect`` (it runs Inspect's own console script in this proc
   length (mockllm's outputs carry no usage, and Inspect's default count downloads a tokenizer);
 - the arm in the log: ``eval`` logs are named ``<created>_<task>-<arm>_<id>.eval`` and tagged
   ``arm:<arm>`` (the arm is ``--solver``'s name, ``default`` without one);
+- a line at least every 30 s on stderr while it runs without a terminal (:mod:`evals.heartbeat`);
 - a failed eval fails the command: after ``eval``, each new log is read and the exit status is 1
   (one line per log on stderr) when a log's status is not ``success``; ``inspect`` itself
   exits 0 when the eval errors;
@@ -28,6 +29,7 @@ from pathlib import Path
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.model import ModelAPI
 
+from evals.heartbeat import heartbeat
 from evals.inspect_preflight import option, preflight
 
 EXIT_EVAL_FAILED = 1
@@ -104,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         offline_token_counts()
     log_dir = option(args, "--log-dir") or os.environ.get("INSPECT_LOG_DIR") or "./logs"
     before = _logs(log_dir) if args[:1] == ["eval"] else set()
-    code = run_inspect(args)
+    with heartbeat(f"inspect {' '.join(args[:2])}", log_dir=Path(log_dir)):
+        code = run_inspect(args)
     if args[:1] != ["eval"] or code != 0:
         return code
     failures = failed_logs(_logs(log_dir) - before)

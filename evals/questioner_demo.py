@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput
@@ -27,6 +28,7 @@ from inspect_ai.util import DisplayType
 
 from evals.bench.arms import kernelseek
 from evals.bench.targets import bench_target
+from evals.heartbeat import heartbeat
 from evals.replay import replay_model, text, tool_call, write_file
 
 TARGET = "cpu_attention"
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo; exit status 0 when the eval succeeded."""
     parser = argparse.ArgumentParser(prog="python -m evals.questioner_demo", description=__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--wait-s", type=float, default=600.0, help="seconds to wait per form")
+    parser.add_argument("--wait-s", type=float, default=60.0, help="seconds to wait per form")
     parser.add_argument("--log-dir", default="./logs", help="where the eval log goes")
     parser.add_argument(
         "--acp-server",
@@ -115,7 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     acp: bool | str = True if args.acp_server == "true" else args.acp_server
-    ok = run(wait_s=args.wait_s, acp_server=acp, log_dir=args.log_dir)
+    print(
+        f"attach from another terminal: inspect acp (then pick the sample); each of the 5 "
+        f"decision points waits {args.wait_s:g} s for your question, then goes on",
+        flush=True,
+    )
+    with heartbeat("questioner demo", log_dir=Path(args.log_dir)):
+        ok = run(wait_s=args.wait_s, acp_server=acp, log_dir=args.log_dir)
     return 0 if ok else 1
 
 

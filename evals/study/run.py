@@ -20,6 +20,7 @@ from inspect_ai.model import Model
 
 from evals.bench.arms import ARMS
 from evals.bench.task import target_task
+from evals.heartbeat import heartbeat
 from evals.study.plan import StudyPlan
 
 __all__ = ["StudyResult", "run_study", "study_tasks"]
@@ -87,16 +88,17 @@ def run_study(
     """
     logs = plan.log_dir
     model: list[str] | list[Model] = list(models) if models is not None else list(plan.models)
-    success, _ = eval_set(
-        tasks=study_tasks(plan),
-        log_dir=str(logs),
-        model=model,
-        epochs=plan.epochs,
-        retry_attempts=retry_attempts,
-        max_samples=max_samples,
-        metadata={"study": _record(plan)},
-        **eval_options,
-    )
+    with heartbeat(f"study {plan.target}", log_dir=logs):
+        success, _ = eval_set(
+            tasks=study_tasks(plan),
+            log_dir=str(logs),
+            model=model,
+            epochs=plan.epochs,
+            retry_attempts=retry_attempts,
+            max_samples=max_samples,
+            metadata={"study": _record(plan)},
+            **eval_options,
+        )
     dataset, board = logs.parent / f"{logs.name}-dataset", logs.parent / f"{logs.name}-leaderboard"
     if not success:
         return StudyResult(False, dataset, board)
