@@ -77,3 +77,14 @@ def test_the_build_key_names_the_toolchain():
 
     found = toolchain(False)
     assert found["c++"] and "/" in found["c++"]  # a path and its version line
+
+
+def test_a_build_from_another_environment_is_not_reused(monkeypatch, tmp_path):
+    # issue 41: a cache shared by two virtual environments served one's library (and a log
+    # naming its include paths) to the other
+    import sys
+
+    target, source = get_target("cpu_attention"), START_CPU.read_bytes()
+    here = build_key(target, source)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "other-venv"))
+    assert build_key(target, source) != here

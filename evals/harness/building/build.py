@@ -97,6 +97,9 @@ def build_key(target: Target, source: bytes) -> str:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": sys.version_info[:2],
+        # the environment whose headers and libraries the build uses: a library cached from
+        # another virtual environment links that one's torch, and its log names its paths
+        "environment": [sys.prefix, str(Path(torch.__file__).parent)],
         "toolchain": toolchain(target.build.with_cuda),
     }
     h.update(json.dumps(meta, sort_keys=True).encode())
