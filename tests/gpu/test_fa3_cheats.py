@@ -167,7 +167,8 @@ def test_honest_kernels_pass_every_check(kernel):
     for sc in doc["scenarios"]:
         assert sc["checks"]["trace"].startswith("passed"), sc["checks"]
         assert "3 of 3 calls" in sc["checks"]["trace"], sc["checks"]
-        assert check_held(sc, "wall_clock"), sc["checks"]
-        assert {"verification", "anti_caching", "races", "timed_outputs", "roofline",
-                "host_issue", "wall_clock"} <= set(
-            sc["checks"]), sc["checks"]
+        expected = {"verification", "anti_caching", "races"}
+        if not sc["covering"]:  # a covering row (issue 40) is verified and probed, never timed
+            assert check_held(sc, "wall_clock"), sc["checks"]
+            expected |= {"timed_outputs", "roofline", "host_issue", "wall_clock"}
+        assert expected <= set(sc["checks"]), sc["checks"]

@@ -25,6 +25,8 @@ def test_start_kernel_is_correct_on_every_scenario_kind(start_bench):
     assert any(r.scenario.params["dtype"] == "float8_e4m3fn" for r in v.results)
     for r in v.results:
         assert r.errors["max_abs"] <= r.errors["tolerance"]
+        if r.scenario.covering:  # verified and probed, never timed (issue 40)
+            continue
         assert r.times["candidate"].median_us > 0 and "fa3" in r.times
         assert r.floor_us is not None and r.floor_us < r.times["candidate"].median_us
 
