@@ -88,3 +88,18 @@ def test_a_build_from_another_environment_is_not_reused(monkeypatch, tmp_path):
     here = build_key(target, source)
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "other-venv"))
     assert build_key(target, source) != here
+
+
+def test_the_default_cache_is_the_checkouts_own_unless_named(monkeypatch, tmp_path):
+    # two checkouts of one user must never share a build: without $KERNELSEEK_CACHE the
+    # cache lives in this checkout (git-ignored .cache/), never in ~/.cache
+    from pathlib import Path
+
+    from evals.harness.building.cache_dir import default_cache_dir
+
+    checkout = Path(__file__).resolve().parents[1]
+    monkeypatch.delenv("KERNELSEEK_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_cache_dir() == checkout / ".cache" / "kernelseek" / "builds"
+    monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "named"))
+    assert default_cache_dir() == tmp_path / "named" / "builds"

@@ -23,7 +23,7 @@ class RunSettings:
         kernel: Candidate source file (None with ``candidate_upstream``).
         suite: Suite name.
         seed: Input seed for check and bench (random when None); score always draws its own.
-        cache_dir: Build cache (default: ``$KERNELSEEK_CACHE`` or ``~/.cache/kernelseek``).
+        cache_dir: Build cache (default: ``building.cache_dir.default_cache_dir()``).
         call_timeout_s: Overrides the target's per-request timeout (seconds) when set.
         candidate_upstream: Self-check: judge this upstream as the candidate (e.g. ``fa3``),
             so its speedup over itself shows whether the timing is sound.
