@@ -7,12 +7,14 @@ import pytest
 import torch
 
 from evals.harness import Code
+from evals.harness.judging import host_issue
 from evals.harness.judging import judge_time as judge_module
 from evals.harness.judging import judge_upstreams as up_module
 from evals.harness.measurement.timing import TimingSettings, TimingStats
 from evals.harness.scenarios import Scenario
 from evals.harness.verdict.record import ScenarioResult, aggregates
 from evals.harness.worker_link.session import Tally
+from evals.targets import target_folder
 from evals.targets.fa3_hopper import problem as fa3_problem
 
 
@@ -26,9 +28,11 @@ def _result(issue):
     return r
 
 
-def _session(device):
-    target = SimpleNamespace(device=device, timing=TimingSettings())
-    return SimpleNamespace(target=target, audits={}, upstream_issue_us=0.0)
+def _session(device, *, target="fa3_hopper", self_check=None):
+    caps = target_folder(target).host_issue
+    target = SimpleNamespace(name=target, device=device, timing=TimingSettings(), host_issue=caps)
+    client = SimpleNamespace(candidate_upstream=self_check)
+    return SimpleNamespace(target=target, client=client, audits={}, upstream_issue_us=0.0)
 
 
 @pytest.mark.parametrize(
@@ -44,7 +48,7 @@ def _session(device):
 )
 def test_a_gpu_candidate_over_the_host_issue_cap_fails(issue, failed):
     result = _result(issue)
-    failure = judge_module._host_issue(_session("cuda"), result)
+    failure = host_issue.check(_session("cuda"), result)
     if failed:
         assert failure is not None and failure.code == Code.HOST_WORK
         assert "on the host" in failure.reason
@@ -57,20 +61,64 @@ def test_the_cap_rises_to_the_slowest_upstream_issue_seen_earlier_in_the_run():
     # upstream rounds' medians reached 611 us on an earlier scenario; on this one the
     # candidate's read 516 us against its own 142 us as an upstream
     session = _session("cuda")
-    failure = judge_module._host_issue(session, _result({"candidate": 516.0, "fa3": 142.0}))
+    failure = host_issue.check(session, _result({"candidate": 516.0, "fa3": 142.0}))
     assert failure is not None and failure.code == Code.HOST_WORK  # nothing seen before it
     session = _session("cuda")
-    assert judge_module._host_issue(session, _result({"candidate": 250.0, "fa3": 611.0})) is None
+    assert host_issue.check(session, _result({"candidate": 250.0, "fa3": 611.0})) is None
     assert session.upstream_issue_us == 611.0
     result = _result({"candidate": 516.0, "fa3": 142.0})
-    assert judge_module._host_issue(session, result) is None
-    assert result.checks["host_issue"] == "passed: 516 us <= cap 611 us"
+    assert host_issue.check(session, result) is None
+    assert result.checks["host_issue"] == (
+        "passed: 516 us <= cap 611 us (candidate path floor 400 us)")
     # a scenario where the candidate has no figure still teaches the cap its upstreams'
     session = _session("cuda")
-    judge_module._host_issue(session, _result({"fa3": 450.0}))
+    host_issue.check(session, _result({"fa3": 450.0}))
     assert session.upstream_issue_us == 450.0
     result = _result({"candidate": 700.0, "fa3": 142.0})
-    assert judge_module._host_issue(session, result).code == Code.HOST_WORK
+    assert host_issue.check(session, result).code == Code.HOST_WORK
+
+
+@pytest.mark.parametrize(
+    ("target", "upstream", "figures"),
+    [
+        # FA4 judged against itself on the H200 dry run (issue 43): 476 us against its
+        # upstream round's 200 us failed the self-check at the old fixed 400 us
+        ("fa4_blackwell", "fa4", {"candidate": 476.0, "fa4": 200.0, "cudnn": 90.0}),
+        # FA3 judged against itself beside four building agents (session 18): 577 us
+        ("fa3_hopper", "fa3", {"candidate": 577.0, "fa3": 191.0, "cudnn": 120.0}),
+    ],
+)
+def test_one_rule_for_every_launch_path_judged_as_the_candidate(target, upstream, figures):
+    # the same figures: an upstream judged as the candidate is held to its own launch path's
+    # measured floor and passes; a C++ candidate's operator is held to its own and fails
+    own = _session("cuda", target=target, self_check=upstream)
+    result = _result(figures)
+    assert host_issue.check(own, result) is None
+    assert f"({upstream} path floor 1300 us)" in result.checks["host_issue"]
+    failure = host_issue.check(_session("cuda", target=target), _result(figures))
+    assert failure is not None and failure.code == Code.HOST_WORK
+    # far beyond any launch path's measured cost, a self-check fails as a candidate would
+    failure = host_issue.check(own, _result({**figures, "candidate": 5000.0}))
+    assert failure is not None and failure.code == Code.HOST_WORK
+
+
+def test_every_gpu_launch_path_has_a_cap_and_the_committed_measurements_keep_its_margin():
+    # the caps in each GPU target's [host_issue] and the medians measured on the devices
+    # (results/measurements) must not drift apart: each cap at least `margin` times the
+    # slowest median of its path; a self-check of any upstream finds its path's cap
+    from benchmarks.host_issue_calibration import ROOT, calibrate
+    from evals.harness import get_target
+
+    for name in ("fa3_hopper", "fa4_blackwell"):
+        caps = target_folder(name).host_issue
+        paths = {"candidate"} | {u.name for u in get_target(name).upstreams}
+        assert caps is not None and paths <= set(caps.cap_us), name
+    figures, _ = calibrate([ROOT / "results" / "measurements"])
+    measured = {(f.target, f.path) for f in figures}
+    needed = {("fa3_hopper", "fa3"), ("fa3_hopper", "candidate"), ("fa4_blackwell", "fa4")}
+    assert needed <= measured
+    short = [(f.target, f.path, f.cap_us, max(f.medians_us)) for f in figures if not f.ok]
+    assert not short
 
 
 @pytest.mark.parametrize(("again_us", "failed"), [(300.0, False), (520.0, True)])
@@ -120,7 +168,7 @@ def test_a_side_by_side_round_that_fails_its_checks_fails_the_scenario(monkeypat
 
 def test_the_host_issue_cap_does_not_apply_on_the_cpu():
     # on the CPU the host is the device: its issue time is the work itself
-    assert judge_module._host_issue(_session("cpu"), _result({"candidate": 1e6})) is None
+    assert host_issue.check(_session("cpu"), _result({"candidate": 1e6})) is None
 
 
 def _header(stop, name="candidate", median=10.0, polluted=0, first_ms=1.0):

@@ -15,9 +15,9 @@ from types import SimpleNamespace
 import pytest
 
 from evals.harness import Code
+from evals.harness.judging import host_issue, retime
 from evals.harness.judging import judge_time as judge_module
 from evals.harness.judging import judge_upstreams as up_module
-from evals.harness.judging import retime
 from evals.harness.measurement.timing import TimingSettings, TimingStats
 from evals.harness.pipeline.runner import RunSettings, evaluate
 from evals.harness.scenarios import Scenario
@@ -267,7 +267,7 @@ def test_the_upstream_phase_retimes_an_outlier_before_any_note_of_suspicion(monk
     cand = {f"s{i}": 1000.0 for i in range(4)}
     ups = {"s0": [50.0], "s1": [48.0], "s2": [5500.0, 55.0], "s3": [52.0]}
     session = _fake_workers(monkeypatch, events, cand, ups)
-    monkeypatch.setattr(judge_module, "_host_issue", lambda *a: None)
+    monkeypatch.setattr(host_issue, "check", lambda *a: None)
     results = [_result(f"s{i}", 1000.0, 0.0) for i in range(4)]
     for r in results:
         del r.times["sdpa"]

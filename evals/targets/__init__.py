@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Cost", "TargetFolder", "Version", "target_folder", "target_folders"]
+__all__ = ["Cost", "HostIssueCaps", "TargetFolder", "Version", "target_folder", "target_folders"]
 
 ROOT = Path(__file__).resolve().parent
 
@@ -60,6 +60,29 @@ class Cost:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HostIssueCaps:
+    """How long a GPU call may take on the host, by launch path (``[host_issue]``).
+
+    Device time hides a call's host work behind a spin, so host work must stay within what an
+    honest launch path costs. Launch paths differ: a C++ candidate's call through its torch
+    operator, FA3's Python interface, FA4's CuTe DSL dispatch. Whatever is judged as the
+    candidate (a kernel, or an upstream in a self-check) gets its own path's cap; the
+    judge's other terms follow the host's moment (:mod:`evals.harness.judging.host_issue`).
+
+    Attributes:
+        cap_us: Per launch path (``candidate`` for a C++ candidate, else an upstream's name),
+            the median host issue time (microseconds) a call may always take.
+        margin: The least ratio of each cap to the slowest median measured on its path
+            (``benchmarks/host_issue_calibration.py`` checks the committed measurements).
+        basis: Where the figures were measured.
+    """
+
+    cap_us: Mapping[str, float]
+    margin: float
+    basis: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class TargetFolder:
     """One target's folder and its ``target.toml``.
 
@@ -71,6 +94,7 @@ class TargetFolder:
         bench: The ``[bench]`` table: the Inspect layer's descriptor fields.
         versions: The task's version history, oldest first.
         cost: What a run costs its device (None: not measured), for a study's plan.
+        host_issue: GPU targets: the host issue caps by launch path (None on a CPU target).
     """
 
     name: str
@@ -79,6 +103,7 @@ class TargetFolder:
     bench: Mapping[str, Any]
     versions: tuple[Version, ...]
     cost: Cost | None = None
+    host_issue: HostIssueCaps | None = None
 
     @property
     def version(self) -> int:
@@ -110,6 +135,7 @@ def _load(path: Path) -> TargetFolder:
     if ":" not in doc["harness"]:
         raise ValueError(f"{path}/target.toml: harness must be 'module:Class'")
     cost = Cost(**doc["cost"]) if "cost" in doc else None
+    host_issue = HostIssueCaps(**doc["host_issue"]) if "host_issue" in doc else None
     return TargetFolder(
         name=path.name,
         path=path,
@@ -117,6 +143,7 @@ def _load(path: Path) -> TargetFolder:
         bench=doc["bench"],
         versions=versions,
         cost=cost,
+        host_issue=host_issue,
     )
 
 

@@ -7,7 +7,8 @@ parent's clock (:mod:`evals.harness.clock_checks`), launches against the trace
 (:mod:`evals.harness.tracing`).
 
 Modules: ``judge_locked`` (the whole pass under the device's lock), ``judge_suite`` (a suite
-in one session), ``judge`` (one scenario), ``judge_time`` (its timing), ``judge_upstreams``
+in one session), ``judge`` (one scenario), ``judge_time`` (its timing), ``host_issue`` (the cap
+on a call's host work), ``judge_upstreams``
 (the upstreams once the candidate's process is gone), ``warm_start`` (workers started before
 the lock), ``retime`` (outliers), ``timing_record`` (a timing answer merged into a result).
 """

@@ -11,14 +11,13 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from evals.harness.clock_checks import parent_figure, round_audit, wall_check
 from evals.harness.clock_checks.timed_commit import Commitment
 from evals.harness.failures import Code, Failure
 from evals.harness.judging.timing_record import record_timing, settled
-from evals.harness.measurement.timing import TimingSettings, TimingStats, call_seed
+from evals.harness.measurement.timing import TimingSettings, call_seed
 from evals.harness.scenarios import Scenario
 from evals.harness.verdict.record import ScenarioResult
 from evals.harness.verification.sampled_check import check_sampled
@@ -44,11 +43,6 @@ TIMED_CHECKS_PER_SET = 1
 """Timed outputs of each input set verified, chosen at random after the calls were made (a
 call skipping work on a fraction f of timed calls escapes one scenario with (1 - f)^3 at
 3 sets, and every scenario is checked; the strict re-run checks up to 16 per set)."""
-HOST_ISSUE_CAP_US = 400.0
-"""GPU: host issue time (median, microseconds) a candidate call may always take."""
-HOST_ISSUE_UPSTREAM_FACTOR = 2.0
-"""GPU: or up to this many times the slowest upstream's issue time on the scenario, or up to
-the slowest upstream's on any scenario of the run so far (:func:`_host_issue`)."""
 
 
 def time_scenario(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
@@ -154,43 +148,6 @@ def _tally_answer(session: Session, result: ScenarioResult, answer: dict[str, An
             session.tally.upstream_s += busy
     for part, key in (("time_loop", "loop_s"), ("time_worker", "worker_s")):
         result.seconds[part] = result.seconds.get(part, 0.0) + float(answer.get(key, 0.0))
-
-
-def _host_issue(
-    session: Session,
-    result: ScenarioResult,
-    issue: Mapping[str, TimingStats] | None = None,
-) -> Failure | None:
-    """GPU: the candidate's host issue time must stay within the cap (no work on the host).
-
-    Device time hides the host's issue work behind a spin, so work on the host must not be a
-    way to compute. The cap is the largest of :data:`HOST_ISSUE_CAP_US`,
-    :data:`HOST_ISSUE_UPSTREAM_FACTOR` times the slowest upstream's issue time on this
-    scenario, and the slowest upstream's on any scenario of the run so far: an upstream's
-    Python interface moves between rounds with the host's state (on the H200, FA3's medians
-    ranged over 142-611 us in one run beside four agents, and FA3 judged against itself
-    issued at 516 us on a scenario where its upstream round read 142 us). ``issue``: the
-    median issue times (microseconds) by name, the scenario's own (``result.issue``) where
-    not given.
-    """
-    issue = result.issue if issue is None else issue
-    cand = issue.get("candidate")
-    if session.target.device != "cuda":
-        return None
-    ups = [st.median_us for name, st in issue.items() if name != "candidate"]
-    session.upstream_issue_us = max([session.upstream_issue_us, *ups])
-    if cand is None:
-        return None
-    here = HOST_ISSUE_UPSTREAM_FACTOR * max(ups, default=0.0)
-    cap = max(HOST_ISSUE_CAP_US, here, session.upstream_issue_us)
-    if cand.median_us > cap:
-        reason = (
-            f"the call spent {cand.median_us:.0f} us on the host before returning (median), "
-            f"over the cap of {cap:.0f} us: work on the host or a synchronising call"
-        )
-        return Failure(Code.HOST_WORK, reason)
-    result.checks["host_issue"] = f"passed: {cand.median_us:.0f} us <= cap {cap:.0f} us"
-    return None
 
 
 def _check_timed(

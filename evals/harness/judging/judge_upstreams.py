@@ -15,7 +15,7 @@ from typing import Any
 
 from evals.harness.clock_checks import parent_figure, round_audit, wall_check
 from evals.harness.failures import Code, Failure
-from evals.harness.judging import judge_time, retime
+from evals.harness.judging import host_issue, judge_time, retime
 from evals.harness.judging.timing_record import add_figures, flag_suspicious, settled
 from evals.harness.measurement.gpu import release_cached_memory
 from evals.harness.measurement.timing import TimingStats
@@ -155,7 +155,7 @@ def _host_issue(session: Session, result: ScenarioResult) -> Failure | None:
     first; work on the host stays over it there too. Where it holds there, of the first and the
     side-by-side figures the lower speedup counts.
     """
-    first = judge_time._host_issue(session, result)
+    first = host_issue.check(session, result)
     if first is None:
         return None
     side, failure = _side_by_side(
@@ -172,7 +172,7 @@ def _host_issue(session: Session, result: ScenarioResult) -> Failure | None:
         for header in side.headers
         for name, st in header.get("issue", {}).items()
     }
-    failure = judge_time._host_issue(session, result, issue)
+    failure = host_issue.check(session, result, issue)
     if failure is not None:
         return failure
     result.checks["host_issue"] += f" (side by side; first {first.reason})"

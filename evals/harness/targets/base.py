@@ -16,7 +16,7 @@ from evals.harness.scenarios import Scenario, Suite, load_suite
 from evals.harness.targets.draw_space import DrawSpace
 from evals.harness.targets.guards import MutationCheck
 from evals.harness.targets.source_policy import SourcePolicy
-from evals.targets import target_folder
+from evals.targets import HostIssueCaps, target_folder
 
 DeviceKind = Literal["cpu", "cuda"]
 Inputs = Mapping[str, Any]
@@ -154,6 +154,8 @@ class Target(ABC):
     inputs_per_scenario: int = 3
     upstreams: tuple[Upstream, ...] = field(default_factory=tuple)
     policy: SourcePolicy | None = None
+    host_issue: HostIssueCaps | None = None
+    """GPU: the host issue caps by launch path (:mod:`evals.harness.judging.host_issue`)."""
 
     def load_suite(self, name: str) -> Suite:
         """Load one of this target's suites by name."""

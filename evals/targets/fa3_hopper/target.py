@@ -44,6 +44,7 @@ from evals.harness.targets.base import (
 from evals.harness.targets.draw_space import DrawSpace
 from evals.harness.targets.guards import MutationCheck
 from evals.harness.targets.source_policy import STD_HEADERS, TORCH_HEADERS, SourcePolicy
+from evals.targets import target_folder
 from evals.targets.fa3_hopper import draw as fa3_draw
 from evals.targets.fa3_hopper import problem
 from evals.targets.fa3_hopper.upstreams import fa3_upstreams, import_fa3
@@ -147,6 +148,7 @@ class Fa3Hopper(Target):
             limits=WorkerLimits(call_timeout_s=120.0),
             upstreams=fa3_upstreams() if upstreams is None else upstreams,
             policy=cuda_source_policy(name),
+            host_issue=target_folder(name).host_issue,
         )
 
     def missing_upstream(self) -> str | None:
