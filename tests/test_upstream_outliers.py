@@ -250,8 +250,10 @@ def test_class4_a_plain_kernel_gains_nothing_from_an_upstream_outlier(monkeypatc
     hit = next(r for r in verdict.results if r.scenario.id == seen["inflated"])
     # the outlier figure does not count: the upstream's counted time is far below it. On the
     # CPU every speedup's time is the parent's own (evals/harness/clock_checks/parent_figure.py),
-    # measured apart from the worker's timing round
-    assert hit.times["sdpa"].median_us < 100.0 * seen["true_us"] / 10
+    # measured apart from the worker's timing round. The parent's figure is wall time on a
+    # call of tens of microseconds, so a loaded host moves it (373 us for a 35 us call beside
+    # two CPU hogs and a test run): half the outlier is the bound, not a tenth
+    assert hit.times["sdpa"].median_us < 100.0 * seen["true_us"] / 2
     doc = json.loads(json.dumps(verdict.to_json()))
     scen = next(s for s in doc["scenarios"] if s["id"] == seen["inflated"])
     assert scen["timing"]["figure"] == "parent"
