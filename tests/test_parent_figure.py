@@ -48,8 +48,12 @@ def test_every_speedup_is_made_of_the_parents_figures(doc):
         assert small == (
             costs >= parent_figure.SMALL_SHARE * timing["wall"]["figure_us"]["median_us"]
         )
+        # a re-time (a busy host's outlier, a suspicious speedup) may count its own figures,
+        # the parent's too; the first round's record stays beside them
+        retimed = [r["after_us"] for r in timing.get("retimes", []) if r["counted"] != "first"]
         for name, record in records.items():
-            assert times[name]["median_us"] == record[key]["median_us"]
+            counted = times[name]["median_us"]
+            assert counted in [record[key]["median_us"]] + [r.get(name) for r in retimed]
             assert timing["figure_from"][name] == ("gross" if small else "net")
             # the gross time is the net one with the batch's own flips and digests in
             assert record["gross_us"]["median_us"] >= record["figure_us"]["median_us"]
@@ -84,3 +88,30 @@ def test_the_upstreams_batches_run_in_their_own_worker_on_the_candidates_inputs(
 def test_the_workers_keep_freed_memory_for_the_next_batch():
     # glibc here: the mapping and trimming thresholds took (evals/harness/worker/heap.py)
     assert retain_freed_memory()
+
+
+def test_a_retimes_upstream_figure_keeps_the_first_rounds_record(monkeypatch):
+    # a re-time measures the upstream again on the parent's clock; when the first round's
+    # figures still count, their record must still be the one beside them (a busy host's
+    # re-time once overwrote it: counted 74.3 us beside a record of 89.0 us)
+    from types import SimpleNamespace
+
+    from evals.harness.clock_checks import wall_check
+    from evals.harness.measurement.timing import TimingStats
+    from evals.harness.scenarios import Scenario
+    from evals.harness.verdict.record import ScenarioResult
+
+    def figure(session, scenario, result, name, *, reported, seeds, gross, record):
+        result.timing.setdefault(record, {})[name] = {"reported_us": reported}
+        return TimingStats(reported + 1, 0.0, reported + 1, reported + 1, 0.0, 9)
+
+    monkeypatch.setattr(wall_check, "upstream_figure", figure)
+    session = SimpleNamespace(target=SimpleNamespace(device="cpu"), upstreams=object())
+    result = ScenarioResult(Scenario("s", {}))
+    result.times["sdpa"] = TimingStats(50.0, 0.0, 50.0, 50.0, 0.0, 9)
+    result.timing.update(figure=parent_figure.PARENT, figure_seeds=[1, 2, 3])
+    parent_figure.measure_upstreams(session, result, ["sdpa"])
+    header = {"stats": {"sdpa": TimingStats(70.0, 0.0, 70.0, 70.0, 0.0, 9).to_json()}}
+    parent_figure.upstream_header(session, result, header, seeds=[4, 5, 6])
+    assert result.timing["upstream_wall"]["sdpa"]["reported_us"] == 50.0
+    assert result.timing["upstream_wall_retime"]["sdpa"]["reported_us"] == 70.0

@@ -156,7 +156,9 @@ def upstream_header(
     figures = {}
     for name, st in header.get("stats", {}).items():
         worker = TimingStats(**st)
-        parent = _upstream(session, result.scenario, result, name, worker, seeds)
+        parent = _upstream(
+            session, result.scenario, result, name, worker, seeds, record="upstream_wall_retime"
+        )
         figures[name] = _counted(result, name, parent)
     return _replaced(header, figures)
 
@@ -168,6 +170,8 @@ def _upstream(
     name: str,
     worker: TimingStats,
     seeds: Sequence[int],
+    *,
+    record: str = "upstream_wall",
 ) -> TimingStats:
     return wall_check.upstream_figure(
         session,
@@ -177,6 +181,7 @@ def _upstream(
         reported=worker.median_us,
         seeds=seeds,
         gross=_small(result),
+        record=record,
     )
 
 

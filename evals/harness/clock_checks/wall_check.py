@@ -255,12 +255,14 @@ def upstream_figure(
     reported: float,
     seeds: Sequence[int],
     gross: bool = False,
+    record: str = "upstream_wall",
 ) -> TimingStats:
     """Upstream ``name``'s time per call on the parent's clock, by the candidate's method.
 
     The same batches in the upstreams' worker (back to back, a fresh q a call, every output
     kept and digested), metered the same way; their outputs are held to their digests only.
-    Its figures are recorded under ``timing['upstream_wall'][name]``.
+    Its figures are recorded under ``timing[record][name]``: a re-time records under its own
+    key, so the first round's record stays beside the figure it gave.
 
     Args:
         session: The run (``session.upstreams`` is the upstreams' worker).
@@ -270,6 +272,7 @@ def upstream_figure(
         reported: The upstream's own timed median, microseconds (for the record).
         seeds: The input seeds of the timing round it is measured beside.
         gross: Whether the figure keeps the batches' flips and digests in (small calls).
+        record: The verdict's ``timing`` key its figures are recorded under.
 
     Raises:
         WorkerFailure: ``harness_error``: the upstreams' worker failed (never the candidate's).
@@ -282,7 +285,7 @@ def upstream_figure(
         raise WorkerFailure(Failure(Code.HARNESS_ERROR, reason)) from exc
     reading, figures = _reading(session, run, 0.0)
     del figures["bound_us"]  # nothing is judged
-    result.timing.setdefault("upstream_wall", {})[name] = {**figures, "reported_us": reported}
+    result.timing.setdefault(record, {})[name] = {**figures, "reported_us": reported}
     session.tally.upstream_s += sum(max(0.0, b.wall_s - b.ping_s) for b in run.batches)
     return figure_stats(reading, gross=gross)
 
