@@ -81,8 +81,13 @@ def test_the_upstreams_batches_run_in_their_own_worker_on_the_candidates_inputs(
         RunSettings("bench", "cpu_attention", START_CPU, suite="smoke", seed=4, scenario_ids=one)
     )
     assert verdict.status == "ok", verdict.failure
-    assert [(who, plain) for who, plain, _ in prepared] == [("candidate", False), ("sdpa", True)]
-    assert prepared[0][2] == prepared[1][2] == verdict.results[0].timing["figure_seeds"]
+    # a busy host may add rounds (the wall check's retries, a re-time): each upstream batch
+    # still runs in the plain worker on seeds a candidate batch ran on, the figure's among them
+    cand = [seeds for who, plain, seeds in prepared if who == "candidate" and not plain]
+    ups = [seeds for who, plain, seeds in prepared if who == "sdpa" and plain]
+    assert len(cand) + len(ups) == len(prepared) and cand and ups
+    assert prepared[0][0] == "candidate" and all(seeds in cand for seeds in ups)
+    assert verdict.results[0].timing["figure_seeds"] in ups
 
 
 def test_the_workers_keep_freed_memory_for_the_next_batch():
