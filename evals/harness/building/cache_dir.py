@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 _PACKAGE_ROOT = Path(__file__).resolve().parents[3]
 
 
+@functools.cache
 def _checkout_root() -> Path | None:
     """The source checkout this package runs from (``pyproject.toml`` beside ``evals/``)."""
     pyproject = _PACKAGE_ROOT / "pyproject.toml"

@@ -32,7 +32,7 @@ def launch_path(session: Session) -> str:
 
     An upstream's name in a self-check, else ``candidate`` (the candidate's C++ operator).
     """
-    return getattr(session.client, "candidate_upstream", None) or "candidate"
+    return session.client.candidate_upstream or "candidate"
 
 
 def check(
