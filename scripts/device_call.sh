@@ -14,6 +14,8 @@
 #   fa4-rows (tasks/fa4_blackwell through Inspect, dry run, a scripted agent replaying start.cu);
 #   concurrency-124 (benchmarks/concurrency.py on fa3_hopper: 1, 2, then 4 agents; any digits;
 #   more arguments in $CONC_ARGS, e.g. "-T suite=smoke -T score_suite=smoke");
+#   forge-gain / forge-tol: benchmarks/gpu_forge_gain.py on smoke, seed 11 (padded host issue;
+#   the wall-clock tolerance alone);
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
 #   cheats, then start.cu's, the hostile-process ones and the upstream outliers;
 #   pytest steps stop (printing what failed) at $TEST_LIMIT seconds, default 540)
@@ -96,6 +98,10 @@ for step in "$@"; do
         --kernel kernels/fa3_hopper/start.cu $(echo "$agents" | sed 's/./--agents & /g') \
         ${CONC_ARGS:-} --out "$work/$step" > "$work/$step.log" 2>&1
       echo "$step rc=$?"; tail -12 "$work/$step.log" ;;
+    forge-gain|forge-tol) args="--seeds 11 --suite smoke"  # benchmarks/gpu_forge_gain.py
+      [ "$step" = forge-tol ] && args="$args --floor 0.8 --hide-us 0 --pad-us 0"
+      timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_forge_gain.py $args \
+        --out "$work/$step" > "$work/$step.log" 2>&1; echo "$step rc=$?"; tail -3 "$work/$step.log" ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;
     *) echo "unknown step $step" ;;
   esac

@@ -30,14 +30,19 @@ calls that waited for a core, the round's time does not), so a worker that repor
 calls' true busy seconds beside a forged median is bounded by the wall-clock check alone.
 
 A round over the bound is timed again on new seeds; where the last of them is still over it,
-the candidate's figures are scaled up by the factor its reports fall short by, and from
-``fail_factor`` on the scenario fails: scaling keeps a busy host's honest round (one in 20
-beside two other runs and a busy loop came out at 1.07) from failing a run, while a forged
-clock keeps no more than the tolerance. (Since cpu_attention 19 the scored figure is the
-parent's own, :mod:`evals.harness.clock_checks.parent_figure`: scaling moves only the reports the
-wall-clock check holds to, and the failure still rejects a forge. Metering by the worker's CPU time
-instead counted OpenMP threads spinning while the main thread waited for a core: honest kernels
-beside a test suite came out at up to 3.3x.)
+the candidate's figures are scaled up by the factor its reports fall short by, and where every
+round tried reached ``fail_factor`` the scenario fails: scaling keeps a busy host's honest round
+(one in 20 beside two other runs and a busy loop came out at 1.07) from failing a run, while a
+forged clock keeps no more than the tolerance. The failure asks for every round, not the last:
+a forge falls short on each round alike, while a round of a few milliseconds that loses a
+scheduler slice to other load can fall short by more than 1.5x (an honest start.cpp round of
+11 calls, 35 ms, at 1.57 with two test runs beside it on two cores).
+
+(Since cpu_attention 19 the scored figure is the parent's own,
+:mod:`evals.harness.clock_checks.parent_figure`: scaling moves only the reports the wall-clock
+check holds to, and the failure still rejects a forge. Metering by the worker's CPU time instead
+counted OpenMP threads spinning while the main thread waited for a core: honest kernels beside a
+test suite came out at up to 3.3x.)
 """
 
 from __future__ import annotations
@@ -79,18 +84,19 @@ def audited_round(
 
     Returns the answer whose figures count and the request that made it: the first round
     its reports explain, or else the last of ``AUDIT.rounds`` (each after the first on its
-    own seeds) with its candidate figures scaled up by its :attr:`RoundAudit.factor`.
-    ``on_answer`` hears every answer (the tally). Each audit waits in ``session.audits``
-    for :func:`conclude`.
+    own seeds; the worker keeps the last round's outputs) with its candidate figures scaled
+    up by its :attr:`RoundAudit.factor`. ``on_answer`` hears every answer (the tally). Each
+    audit waits in ``session.audits`` for :func:`conclude`.
 
     Raises:
-        AuditFailure: The last round's factor reached ``fail_factor`` on a scenario that is
-            not a contract scenario (a contract scenario's speedups are withheld instead).
+        AuditFailure: Every round's factor reached ``fail_factor`` on a scenario that is not
+            a contract scenario (a contract scenario's speedups are withheld instead).
     """
     client = session.client
     audited = session.target.device == "cpu" and session.upstreams is not None
     if audited:  # its answer commits to its kept outputs (evals.harness.clock_checks.timed_commit)
         request = {**request, "commit": True}
+    best = float("inf")
     for attempt in range(AUDIT.rounds if audited else 1):
         sent = request if attempt == 0 else _reseeded(request, attempt)
         if not audited:
@@ -107,7 +113,8 @@ def audited_round(
         session.audits.setdefault(scenario.id, []).append(audit)
         if audit.factor <= 1.0:
             return header, sent
-    if audit.factor >= AUDIT.fail_factor and not scenario.contract:
+        best = min(best, audit.factor)
+    if best >= AUDIT.fail_factor and not scenario.contract:
         raise AuditFailure(Failure(Code.TIMING_MISMATCH, audit.reason()))
     return _scaled(header, audit.factor), sent
 
@@ -176,7 +183,7 @@ def _null_round(session: Session, request: dict[str, Any], trials: int, timeout_
 def conclude(session: Session, result: ScenarioResult) -> None:
     """Move the scenario's audits into its verdict, with a check line and any flag.
 
-    A scaled round is flagged; a contract scenario whose last round reached the failing
+    A scaled round is flagged; a contract scenario whose every round reached the failing
     factor has its speedups withheld, as the wall-clock check does
     (:func:`evals.harness.clock_checks.wall_check.withhold`).
     """
@@ -186,7 +193,7 @@ def conclude(session: Session, result: ScenarioResult) -> None:
     records = [a.to_json() for a in audits]
     result.timing["round_audit"] = [*result.timing.get("round_audit", []), *records]
     last = audits[-1]
-    if last.factor >= AUDIT.fail_factor:
+    if min(a.factor for a in audits) >= AUDIT.fail_factor:
         withhold(result, "round_audit", Failure(Code.TIMING_MISMATCH, last.reason()))
     elif last.factor > 1.0:
         note = f"candidate times scaled by {last.factor:.3f}: {last.reason()}"
