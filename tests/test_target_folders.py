@@ -193,6 +193,7 @@ long kernelseek_cheat_syscall(long n, long a) {
 
 
 @needs_nvcc
+@pytest.mark.long  # three sm_100a builds, about a minute quiet: the second tier
 @pytest.mark.parametrize("reason", list(SM100_CHEATS))
 def test_gpu_cheats_built_for_sm_100a_fail_the_static_checks(reason, tmp_path, monkeypatch):
     # the Blackwell build runs the same symbol and instruction checks as the Hopper one

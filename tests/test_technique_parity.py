@@ -166,6 +166,7 @@ def _static_checks(name: str) -> tuple[object, str]:
 
 
 @needs_nvcc
+@pytest.mark.long  # two sm_90a builds, about a minute quiet: the second tier
 @pytest.mark.parametrize("name", ["honest_tma.cu", "honest_autotune.cu"])
 def test_honest_gpu_kernels_pass_the_static_checks(name):
     failure, finding = _static_checks(name)
