@@ -14,8 +14,8 @@
 #   fa4-rows (tasks/fa4_blackwell through Inspect, dry run, a scripted agent replaying start.cu);
 #   concurrency-124 (benchmarks/concurrency.py on fa3_hopper: 1, 2, then 4 agents; any digits;
 #   more arguments in $CONC_ARGS, e.g. "-T suite=smoke -T score_suite=smoke");
-#   forge-gain / forge-tol: benchmarks/gpu_forge_gain.py on smoke, seed 11 (padded host issue;
-#   the wall-clock tolerance alone);
+#   forge-gain / forge-tol / forge-floor: benchmarks/gpu_forge_gain.py on smoke, seed 11 (padded
+#   host issue; the wall-clock tolerance alone; 0.915 of each call, inside the trace check's 1.1x);
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
 #   cheats, then start.cu's, the hostile-process ones and the upstream outliers;
 #   pytest steps stop (printing what failed) at $TEST_LIMIT seconds, default 540)
@@ -83,6 +83,9 @@ for step in "$@"; do
         --out "$work/fa4-dry" start-full 2>&1 | tee "$work/fa4-full.log" | grep -E "SUMMARY|NOTE|rror" ;;
     fa4-gputests) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu -n 2 -rfE \
         -p no:cacheprovider tests/gpu/test_fa4_dry_run.py 2>&1 | tee "$work/fa4-gputests.log" | tail -15 ;;
+    gputests-forge) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu \
+        tests/gpu/test_fa3_cheats.py -n 4 -p no:cacheprovider -rfE --durations=10 \
+        -k "honest_kernels or timer_forge" 2>&1 | tee "$work/gputests-forge.log" | tail -12 ;;
     gputests-head1) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu tests/gpu -n 5 \
         -p no:cacheprovider -rfE --durations=20 -k "honest_kernels or racy or timer_forge or \
         wall_batch_skip or whole_contract" 2>&1 | tee "$work/gputests-head1.log" | tail -25 ;;
@@ -98,8 +101,9 @@ for step in "$@"; do
         --kernel kernels/fa3_hopper/start.cu $(echo "$agents" | sed 's/./--agents & /g') \
         ${CONC_ARGS:-} --out "$work/$step" > "$work/$step.log" 2>&1
       echo "$step rc=$?"; tail -12 "$work/$step.log" ;;
-    forge-gain|forge-tol) args="--seeds 11 --suite smoke"  # benchmarks/gpu_forge_gain.py
+    forge-gain|forge-tol|forge-floor) args="--seeds 11 --suite smoke"  # gpu_forge_gain.py
       [ "$step" = forge-tol ] && args="$args --floor 0.8 --hide-us 0 --pad-us 0"
+      [ "$step" = forge-floor ] && args="$args --floor 0.915 --keep 0.915 --hide-us 0"
       timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_forge_gain.py $args \
         --out "$work/$step" > "$work/$step.log" 2>&1; echo "$step rc=$?"; tail -3 "$work/$step.log" ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;

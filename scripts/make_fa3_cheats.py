@@ -579,6 +579,25 @@ int64_t last_return_ns = 0;
 }  // namespace
 """
 
+PAD = """namespace {
+// The host's clock (libc's clock_gettime found by address) and the padding: a call returns
+// only once kPadNs have passed since it began, its kernels long launched.
+struct Clock { int64_t sec, nsec; };  // struct timespec
+int64_t host_ns() {
+  static const auto clock = reinterpret_cast<int (*)(int, Clock*)>(libc_function("clock_gettime"));
+  Clock c{};
+  clock(1 /* CLOCK_MONOTONIC */, &c);
+  return c.sec * 1000000000 + c.nsec;
+}
+constexpr int64_t kPadNs = 300000;
+void pad_from(int64_t entry) {
+  while (host_ns() - entry < kPadNs) {
+  }
+}
+}  // namespace
+"""
+FORGE_ONCE = "static const bool forged = install_forged_timer();\n  (void)forged;"
+
 
 def hostile_process() -> dict[str, str]:
     """Issue 21, classes 1 and 2: the candidate's process as hostile (libc by address)."""
@@ -628,6 +647,40 @@ def hostile_process() -> dict[str, str]:
                     "  last_out = out;\n  last_q = q.data_ptr();\n"
                     "  last_return_ns = host_ns();\n  return out;",
                     pre=LIBC_BY_ADDRESS + SKIP + (DATA / "timer_forge.cu.txt").read_text(),
+                ),
+                includes,
+            ),
+            cheat(
+                "timer_forge_padded",
+                "skips no call; reports each interval as max(0.55 t, 0.8 t - 0.3 ms) through "
+                "torch's GOT slots of cudaEventElapsedTime (found as timer_forge.cu finds them) "
+                "and spins on the host until 300 us have passed since its call began: back to "
+                "back the spin overlaps the device work, while the wall-clock check holds the "
+                "batches to device + host issue time, so the padding is an allowance it need not "
+                "pay for (0.58x its honest twin's device time, every check passed: H100, "
+                "fa3_hopper 22).",
+                "the trace check: the traced calls' summed kernel durations exceed 1.1x the "
+                "timed median + 5 us (TRACE_VIOLATION, 'traced calls'); until fa3_hopper 23 that "
+                "sum left out the call's own work and held the median to nothing.",
+                entry_points(
+                    f"  {FORGE_ONCE}\n  const int64_t entry = host_ns();\n"
+                    f"  at::Tensor out = naive_dense({DARGS});\n  pad_from(entry);\n  return out;",
+                    f"  {FORGE_ONCE}\n  const int64_t entry = host_ns();\n"
+                    f"  at::Tensor out = naive_kvcache({KARGS});\n  pad_from(entry);\n"
+                    "  return out;",
+                    pre=LIBC_BY_ADDRESS
+                    + PAD
+                    + (DATA / "timer_forge.cu.txt")
+                    .read_text()
+                    .replace(
+                        "if (rc == 0) *ms /= 3.f;",
+                        "if (rc == 0) *ms = fmaxf(*ms * 0.55f, *ms * 0.8f - 0.3f);",
+                    )
+                    .replace(
+                        "every interval reads a third of its length.",
+                        "every interval reads 0.8 of its length less 0.3 ms, never under "
+                        "0.55 of it.",
+                    ),
                 ),
                 includes,
             ),

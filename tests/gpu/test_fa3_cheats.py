@@ -69,6 +69,9 @@ CASES += [
     # parent's clock (alone on the H200 in s10: 589 us a call against 234 reported)
     ("timer_forge.cu", "bench", PREFILL, (Code.STALE_RESULT, Code.TIMING_MISMATCH),
      ("wall-clock", "the parent's clock saw")),
+    # issue 40: a forge inside every bound of the wall-clock check (its host issue padded)
+    ("timer_forge_padded.cu", "bench", PREFILL, Code.TRACE_VIOLATION,
+     "traced calls, made as timed ones, took"),
 ]
 JUDGED_ELSEWHERE = {"write_escape.cu", "build_time_plant.cu"}  # test_hostile_process_gpu.py
 
@@ -167,6 +170,7 @@ def test_honest_kernels_pass_every_check(kernel):
     for sc in doc["scenarios"]:
         assert sc["checks"]["trace"].startswith("passed"), sc["checks"]
         assert "3 of 3 calls" in sc["checks"]["trace"], sc["checks"]
+        assert "traced 0.0 us" not in sc["checks"]["trace"], sc["checks"]  # the sum counts
         expected = {"verification", "anti_caching", "races"}
         if not sc["covering"]:  # a covering row (issue 40) is verified and probed, never timed
             assert check_held(sc, "wall_clock"), sc["checks"]

@@ -28,11 +28,16 @@ TRACE_CALLS = 3
 """Traced calls per scenario, made as timed calls are (one per timing input set)."""
 TRACE_S_PER_SCENARIO = 5.0
 """Seconds the trace request may take per scenario (inputs and its calls), above the limit."""
-TRACED_SLOWER_FACTOR = 2.0
-TRACED_SLOWER_MARGIN_US = 50.0
+TRACED_SLOWER_FACTOR = 1.1
+TRACED_SLOWER_MARGIN_US = 5.0
 """The traced calls' median device time may exceed the timed median by this factor plus
-margin (the profiler and the stream marker add a few microseconds a call); beyond it, the
-candidate did less work when timed than when traced, and the scenario fails."""
+margin; beyond it, the candidate did less work when timed than when traced (or its timer
+reports less than its work takes), and the scenario fails. Honest kernels' traced calls came
+out at 0.75-1.10x their timed medians on the H100 and H200 (837 scenarios, p99 1.03; at most
+1.8 us over on calls under 100 us: ``results/measurements/h100/2026-12-05-s30/``). Until
+fa3_hopper 23 the bound was 2x + 50 us and, the harness's range around each traced call hiding
+the call's own work from the sum, held the timed median to nothing: a timer forged to report
+0.8x of each call passed every check."""
 
 
 def trace_all(session: Session, results: list[ScenarioResult], *, calls: int = TRACE_CALLS) -> None:
@@ -117,11 +122,16 @@ def _judge_scenario(
 
 
 def _busy_us(summary: dict[str, Any], first: int, calls: int) -> list[float]:
-    """Device time (us) of calls ``first .. first+calls-1``: their GPU work's summed durations."""
+    """Device time (us) of calls ``first .. first+calls-1``: their GPU work's summed durations.
+
+    Everything launched inside a call's range counts: the call runs inside the harness's own
+    range (the timer's flush, spin and events around it), so the ``harness`` mark says nothing
+    about work launched within the call.
+    """
     busy = {str(index): 0.0 for index in range(first, first + calls)}
     for activity in summary.get("activities", []):
         call = activity.get("call")
-        if call in busy and not activity.get("harness"):
+        if call in busy:
             busy[call] += float(activity.get("dur") or 0.0)
     return list(busy.values())
 
