@@ -16,6 +16,8 @@
 #   more arguments in $CONC_ARGS, e.g. "-T suite=smoke -T score_suite=smoke");
 #   forge-gain / forge-tol / forge-floor: benchmarks/gpu_forge_gain.py on smoke, seed 11 (padded
 #   host issue; the wall-clock tolerance alone; 0.915 of each call, inside the trace check's 1.1x);
+#   rows-start / rows-faster: one kernel's fa3_hopper rows (dev, 3 epochs) through Inspect;
+#   gputests-forge: the timer forges and three honest kernels;
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
 #   cheats, then start.cu's, the hostile-process ones and the upstream outliers;
 #   pytest steps stop (printing what failed) at $TEST_LIMIT seconds, default 540)
@@ -84,14 +86,20 @@ for step in "$@"; do
     fa4-gputests) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu -n 2 -rfE \
         -p no:cacheprovider tests/gpu/test_fa4_dry_run.py 2>&1 | tee "$work/fa4-gputests.log" | tail -15 ;;
     gputests-forge) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu \
-        tests/gpu/test_fa3_cheats.py -n 4 -p no:cacheprovider -rfE --durations=10 \
-        -k "honest_kernels or timer_forge" 2>&1 | tee "$work/gputests-forge.log" | tail -12 ;;
+        tests/gpu/test_fa3_cheats.py -n 4 -p no:cacheprovider -rfE --durations=10 -k \
+        "timer_forge or honest_kernels and (split_kv or tma or autotune)" 2>&1 | tee "$work/gputests-forge.log" | tail -12 ;;
     gputests-head1) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu tests/gpu -n 5 \
         -p no:cacheprovider -rfE --durations=20 -k "honest_kernels or racy or timer_forge or \
         wall_batch_skip or whole_contract" 2>&1 | tee "$work/gputests-head1.log" | tail -25 ;;
     gputests-head2) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu tests/gpu -n 6 \
         -p no:cacheprovider -rfE --durations=20 -k "start_kernel or provenance or dev_shape or \
         write_escape or build_time_plant or driver_function or bad_kernels or outlier" 2>&1 | tee "$work/gputests-head2.log" | tail -25 ;;
+    rows-start|rows-faster) kernel=kernels/fa3_hopper/start.cu  # one kernel's rows, 3 epochs
+      [ "$step" = rows-faster ] && kernel=tests/data/fa3_hopper/faster.cu
+      timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/inspect_replay.py \
+        --task tasks/fa3_hopper -T sandbox=local -T score_suite=dev --kernel "$kernel" \
+        --epochs 3 --max-samples 3 --out "$work/$step" > "$work/$step.log" 2>&1
+      echo "$step rc=$?"; tail -8 "$work/$step.log" ;;
     fa4-rows) KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/inspect_replay.py \
         --task tasks/fa4_blackwell -T sandbox=local -T score_suite=dev \
         --kernel kernels/fa4_blackwell/start.cu --epochs 1 --out "$work/fa4-rows" \
