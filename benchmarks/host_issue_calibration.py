@@ -50,9 +50,15 @@ class PathFigures:
 
 
 def _honest(verdict: Verdict) -> bool:
-    return "cheats/" not in str(verdict.kernel.get("path", "")) or "honest" in str(
-        verdict.kernel.get("path", "")
-    )
+    """Not a cheat: outside the corpus (or its honest members), and not a forge-gain variant.
+
+    The forge-gain benchmarks write their forged kernels as ``forge_*`` beside a
+    ``forge_twin`` (``benchmarks/cpu_forge_gain.py``, ``benchmarks/gpu_forge_gain.py``).
+    """
+    path = Path(str(verdict.kernel.get("path") or ""))
+    if path.name.startswith("forge_") and not path.name.startswith("forge_twin"):
+        return False
+    return "cheats/" not in str(path) or "honest" in str(path)
 
 
 def _verdicts(folders: list[Path]) -> tuple[list[Verdict], int]:

@@ -659,9 +659,9 @@ def hostile_process() -> dict[str, str]:
                 "batches to device + host issue time, so the padding is an allowance it need not "
                 "pay for (0.58x its honest twin's device time, every check passed: H100, "
                 "fa3_hopper 22).",
-                "the trace check: the traced calls' summed kernel durations exceed 1.1x the "
-                "timed median + 5 us (TRACE_VIOLATION, 'traced calls'); until fa3_hopper 23 that "
-                "sum left out the call's own work and held the median to nothing.",
+                "the trace check: the traced calls' summed kernel durations exceed 1.25x the "
+                "timed median + 10 us (TRACE_VIOLATION, 'traced calls'); until fa3_hopper 23 "
+                "that sum left out the call's own work and held the median to nothing.",
                 entry_points(
                     f"  {FORGE_ONCE}\n  const int64_t entry = host_ns();\n"
                     f"  at::Tensor out = naive_dense({DARGS});\n  pad_from(entry);\n  return out;",

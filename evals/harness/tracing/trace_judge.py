@@ -28,16 +28,17 @@ TRACE_CALLS = 3
 """Traced calls per scenario, made as timed calls are (one per timing input set)."""
 TRACE_S_PER_SCENARIO = 5.0
 """Seconds the trace request may take per scenario (inputs and its calls), above the limit."""
-TRACED_SLOWER_FACTOR = 1.1
-TRACED_SLOWER_MARGIN_US = 5.0
+TRACED_SLOWER_FACTOR = 1.25
+TRACED_SLOWER_MARGIN_US = 10.0
 """The traced calls' median device time may exceed the timed median by this factor plus
 margin; beyond it, the candidate did less work when timed than when traced (or its timer
 reports less than its work takes), and the scenario fails. Honest kernels' traced calls came
-out at 0.75-1.10x their timed medians on the H100 and H200 (837 scenarios, p99 1.03; at most
-1.8 us over on calls under 100 us: ``results/measurements/h100/2026-12-05-s30/``). Until
-fa3_hopper 23 the bound was 2x + 50 us and, the harness's range around each traced call hiding
-the call's own work from the sum, held the timed median to nothing: a timer forged to report
-0.8x of each call passed every check."""
+out at 0.75-1.10x their timed medians over 837 scenarios (H100, H200), and the faster example's
+split-KV calls on one speculative-decoding scenario at 1.127x in each of three runs (H100:
+``results/measurements/h100/2026-12-05-s30/``), so 1.25x, the wall-clock check's tolerance.
+Until fa3_hopper 23 the bound was 2x + 50 us and, the harness's range around each traced call
+hiding the call's own work from the sum, held the timed median to nothing: a timer forged to
+report 0.55-0.8x of each call, its host issue padded, passed every check."""
 
 
 def trace_all(session: Session, results: list[ScenarioResult], *, calls: int = TRACE_CALLS) -> None:

@@ -1,5 +1,5 @@
 // Cheat: skips no call; reports each interval as max(0.55 t, 0.8 t - 0.3 ms) through torch's GOT slots of cudaEventElapsedTime (found as timer_forge.cu finds them) and spins on the host until 300 us have passed since its call began: back to back the spin overlaps the device work, while the wall-clock check holds the batches to device + host issue time, so the padding is an allowance it need not pay for (0.58x its honest twin's device time, every check passed: H100, fa3_hopper 22).
-// Caught by: the trace check: the traced calls' summed kernel durations exceed 1.1x the timed median + 5 us (TRACE_VIOLATION, 'traced calls'); until fa3_hopper 23 that sum left out the call's own work and held the median to nothing.
+// Caught by: the trace check: the traced calls' summed kernel durations exceed 1.25x the timed median + 10 us (TRACE_VIOLATION, 'traced calls'); until fa3_hopper 23 that sum left out the call's own work and held the median to nothing.
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
