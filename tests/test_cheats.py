@@ -107,6 +107,7 @@ def test_cheat_is_rejected_for_its_reason(kernel, command, suite, code, text):
     assert text in failures[0].reason
 
 
+@pytest.mark.long  # a bench of two kernels, half a minute quiet (over a minute beside hogs)
 def test_content_cache_gains_nothing_because_no_timed_call_repeats_its_inputs():
     # with 3 fixed input sets rotated through the timed calls, this cheat measured 9.1x SDPA on
     # the smoke suite with every check passed (plain compute: 0.04x, about 200x less); a fresh

@@ -5,6 +5,7 @@ loaded machine measures a lower ceiling, hence a higher floor), and a time under
 import time
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from evals.harness import Code, RunSettings, evaluate, get_target
@@ -53,6 +54,7 @@ def test_a_time_under_the_floor_fails_as_implausible():
     assert slow.checks["roofline"].startswith("passed")
 
 
+@pytest.mark.long  # a bench of the smoke suite, over a minute beside two hogs
 def test_bench_checks_the_floor_on_every_scenario_and_fails_under_it(monkeypatch):
     import evals.targets.cpu_attention.target as cpu
 

@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
@@ -45,6 +46,7 @@ def _forged(sha=SHA, status="ok"):
     }
 
 
+@pytest.mark.long  # a real score end to end, about a minute quiet (two beside hogs)
 def test_forged_verdict_on_the_workspace_scores_the_real_kernel(tmp_path):
     pidfile = tmp_path / "pid"
     plant = (

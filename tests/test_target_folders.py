@@ -153,6 +153,7 @@ def test_the_blackwell_sandbox_pins_the_fa4_the_target_names():
     assert FA4_PIN.replace("flash-attn-4", "flash-attn-4[cu13]") in compose
 
 
+@pytest.mark.long  # two sm_100a builds, about a minute quiet (two beside hogs)
 @needs_nvcc
 @pytest.mark.parametrize(
     "source",

@@ -175,6 +175,7 @@ def test_honest_gpu_kernels_pass_the_static_checks(name):
     assert "no system-call instructions" in finding
 
 
+@pytest.mark.long  # an sm_90a build, over a minute beside two hogs
 @needs_nvcc
 def test_a_driver_function_beyond_the_encoders_is_a_forbidden_symbol():
     failure, _ = _static_checks("driver_launch.cu")
