@@ -1,16 +1,16 @@
 """How much a GPU timer forged inside the candidate's process gains on fa3_hopper, in bounds.
 
-Builds two variants of the corpus kernel ``tests/cheats/fa3_hopper/timer_forge.cu`` (it points
-torch's GOT slots of ``cudaEventElapsedTime`` at its own): one that skips no call, reports each
-interval as ``max(floor x t, keep x t - hide_us)`` (the floor keeps it inside the trace check's
-2x, the rest inside the wall-clock check's 1.25x) and spins on the host until ``pad_us`` have
-passed since the call began (host issue time, which the GPU's wall-clock bound adds to the
-device time it holds the batches to: host and device work overlap back to back, so the padding
-is an allowance the forge need not pay for); and its honest twin (the same source, the timer
-untouched, no padding). Both are benched on ``--suite`` with the same seed, one after the other;
-per seed, one JSON line: each verdict's status and first failure and, where both pass, the
-geomean over the scenarios both timed of the forged kernel's device time over its twin's (the
-figure the speedups use). Below 1 the forge gains.
+Builds two variants of the corpus kernel ``tests/cheats/fa3_hopper/timer_forge_padded.cu`` (it
+points torch's GOT slots of ``cudaEventElapsedTime`` at its own and skips no call): one that
+reports each interval as ``max(floor x t, keep x t - hide_us)`` (the floor keeps it inside the
+trace check's 1.25x, the rest inside the wall-clock check's) and spins on the host until
+``pad_us`` have passed since the call began (host issue time, which the GPU's wall-clock bound
+adds to the device time it holds the batches to: host and device work overlap back to back, so
+the padding is an allowance the forge need not pay for); and its honest twin (the same source,
+the timer untouched, no padding). Both are benched on ``--suite`` with the same seed, one after
+the other; per seed, one JSON line: each verdict's status and first failure and, where both
+pass, the geomean over the scenarios both timed of the forged kernel's device time over its
+twin's (the figure the speedups use). Below 1 the forge gains.
 
 Usage: python benchmarks/gpu_forge_gain.py --seeds 11 [--suite smoke] [--keep 0.8]
     [--hide-us 300] [--floor 0.55] [--pad-us 300] [--out FOLDER]
@@ -29,12 +29,10 @@ from evals.harness import RunSettings, evaluate
 from evals.harness.verdict.record import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
-FORGE = ROOT / "tests" / "cheats" / "fa3_hopper" / "timer_forge.cu"
+FORGE = ROOT / "tests" / "cheats" / "fa3_hopper" / "timer_forge_padded.cu"
 INSTALL = "static const bool forged = install_forged_timer();"
-FORGED_TIME = "if (rc == 0) *ms /= 3.f;"
-SKIP_WINDOW = "kBackToBackNs = 150000"
-DENSE_RETURN = "  last_return_ns = host_ns();\n  return out;"
-KVCACHE_RETURN = "  return naive_kvcache(q, kc, vc, lens, kn, vn, qd, kd, vd, causal, scale);"
+FORGED_TIME = "*ms = fmaxf(*ms * 0.55f, *ms * 0.8f - 0.3f);"
+PAD = "kPadNs = 300000;"
 
 
 def variants(
@@ -42,28 +40,18 @@ def variants(
 ) -> tuple[Path, Path]:
     """The forge within the bounds and its honest twin, written into ``folder``."""
     source = FORGE.read_text()
-    for part, count in ((INSTALL, 1), (FORGED_TIME, 1), (SKIP_WINDOW, 1), (DENSE_RETURN, 1),
-                        (KVCACHE_RETURN, 1)):  # fmt: skip
+    for part, count in ((INSTALL, 2), (FORGED_TIME, 1), (PAD, 1)):  # both entry points forge
         if source.count(part) != count:
             raise SystemExit(f"error: {FORGE} no longer has the forge this benchmark rewrites")
-    calls = source.replace(SKIP_WINDOW, "kBackToBackNs = 0")  # no call skipped
-    pad_ns = int(pad_us * 1000)
-    padded_kv = (
-        f"  {INSTALL}\n  (void)forged;\n  const int64_t entry = host_ns();\n"
-        f"  at::Tensor out = {KVCACHE_RETURN.strip().removeprefix('return ')}\n"
-        f"  while (host_ns() - entry < {pad_ns}) {{}}\n  return out;"
-    )
-    forged_text = (
-        calls.replace(
-            FORGED_TIME,
-            f"if (rc == 0) *ms = fmaxf(*ms * {floor}f, *ms * {keep}f - {hide_us / 1000.0}f);",
-        )
-        .replace(DENSE_RETURN, f"  while (host_ns() - entry < {pad_ns}) {{}}\n{DENSE_RETURN}")
-        .replace(KVCACHE_RETURN, padded_kv)
-    )
     forged, twin = folder / "forge_padded.cu", folder / "forge_twin.cu"
-    forged.write_text(forged_text)
-    twin.write_text(calls.replace(INSTALL, "static const bool forged = false;"))
+    forged.write_text(
+        source.replace(
+            FORGED_TIME, f"*ms = fmaxf(*ms * {floor}f, *ms * {keep}f - {hide_us / 1000.0}f);"
+        ).replace(PAD, f"kPadNs = {int(pad_us * 1000)};")
+    )
+    twin.write_text(
+        source.replace(INSTALL, "static const bool forged = false;").replace(PAD, "kPadNs = 0;")
+    )
     return forged, twin
 
 

@@ -15,7 +15,8 @@
 #   concurrency-124 (benchmarks/concurrency.py on fa3_hopper: 1, 2, then 4 agents; any digits;
 #   more arguments in $CONC_ARGS, e.g. "-T suite=smoke -T score_suite=smoke");
 #   forge-gain / forge-tol / forge-floor: benchmarks/gpu_forge_gain.py on smoke, seed 11 (padded
-#   host issue; the wall-clock tolerance alone; 0.915 of each call, inside the trace check's 1.1x);
+#   host issue; the wall-clock tolerance alone; 0.81 of each call, padded, inside the trace
+#   check's 1.25x);
 #   rows-start / rows-faster: one kernel's fa3_hopper rows (dev, 3 epochs) through Inspect;
 #   gputests-forge: the timer forges and three honest kernels;
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
@@ -111,7 +112,7 @@ for step in "$@"; do
       echo "$step rc=$?"; tail -12 "$work/$step.log" ;;
     forge-gain|forge-tol|forge-floor) args="--seeds 11 --suite smoke"  # gpu_forge_gain.py
       [ "$step" = forge-tol ] && args="$args --floor 0.8 --hide-us 0 --pad-us 0"
-      [ "$step" = forge-floor ] && args="$args --floor 0.915 --keep 0.915 --hide-us 0"
+      [ "$step" = forge-floor ] && args="$args --floor 0.81 --keep 0.81 --hide-us 0"
       timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_forge_gain.py $args \
         --out "$work/$step" > "$work/$step.log" 2>&1; echo "$step rc=$?"; tail -3 "$work/$step.log" ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;

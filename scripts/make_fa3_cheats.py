@@ -559,43 +559,46 @@ def corpus() -> dict[str, str]:
 
 LIBC_BY_ADDRESS = (DATA / "libc_by_address.cu.txt").read_text()
 """libc's functions found by address from puts (no symbol to show), as the CPU corpus does."""
-SKIP = """namespace {
+HOST_CLOCK = """struct Clock { int64_t sec, nsec; };  // struct timespec
+int64_t host_ns() {
+  static const auto clock = reinterpret_cast<int (*)(int, Clock*)>(libc_function("clock_gettime"));
+  Clock c{};
+  clock(1 /* CLOCK_MONOTONIC */, &c);
+  return c.sec * 1000000000 + c.nsec;
+}
+"""
+"""The host's monotonic clock in ns, through libc's clock_gettime found by address."""
+SKIP = (
+    """namespace {
 // Calls the parent's wall-clock check makes back to back enter soon after the previous one
 // returned (after the flip of their own q: tens of us of host time, so 12 us missed them on
 // the H200), each with a q of its own; a timed call follows a synchronise that waits out the
 // previous call (this kernel: hundreds of us), the timer's flush, spin and events. Nobody
 // checks a batch's outputs.
-struct Clock { int64_t sec, nsec; };  // struct timespec
-int64_t host_ns() {
-  static const auto clock = reinterpret_cast<int (*)(int, Clock*)>(libc_function("clock_gettime"));
-  Clock c{};
-  clock(1 /* CLOCK_MONOTONIC */, &c);
-  return c.sec * 1000000000 + c.nsec;
-}
-constexpr int64_t kBackToBackNs = 150000;
+"""
+    + HOST_CLOCK
+    + """constexpr int64_t kBackToBackNs = 150000;
 at::Tensor last_out;
 const void* last_q = nullptr;
 int64_t last_return_ns = 0;
 }  // namespace
 """
+)
 
-PAD = """namespace {
+PAD = (
+    """namespace {
 // The host's clock (libc's clock_gettime found by address) and the padding: a call returns
 // only once kPadNs have passed since it began, its kernels long launched.
-struct Clock { int64_t sec, nsec; };  // struct timespec
-int64_t host_ns() {
-  static const auto clock = reinterpret_cast<int (*)(int, Clock*)>(libc_function("clock_gettime"));
-  Clock c{};
-  clock(1 /* CLOCK_MONOTONIC */, &c);
-  return c.sec * 1000000000 + c.nsec;
-}
-constexpr int64_t kPadNs = 300000;
+"""
+    + HOST_CLOCK
+    + """constexpr int64_t kPadNs = 300000;
 void pad_from(int64_t entry) {
   while (host_ns() - entry < kPadNs) {
   }
 }
 }  // namespace
 """
+)
 FORGE_ONCE = "static const bool forged = install_forged_timer();\n  (void)forged;"
 
 
