@@ -85,6 +85,9 @@ NEUTRALISED |= {"build_time_plant.cpp"}
 # a process forked at load to outlive its run and rewrite the verdict: scored in the scorer
 # container, tests/test_docker_hostile.py (pytest -m docker)
 NEUTRALISED |= {"outliving_fork.cpp"}
+# reads its parent's memory (the secret seed) through /proc: refused, so it learns nothing;
+# tests/test_memory_walls.py reads its log
+NEUTRALISED |= {"parent_memory.cpp"}
 
 
 def test_every_cheat_file_is_covered_and_documented():

@@ -76,6 +76,7 @@ def test_the_build_child_loads_no_module_that_judges_or_times():
         "evals.harness.building.build_child",
         "evals.harness.building.build_protocol",
         "evals.harness.sandbox.confine",
+        "evals.harness.sandbox.memory_walls",
         "evals.harness.sandbox.os_sandbox",
     }
 

@@ -20,7 +20,7 @@ from evals.harness.judging.judge_locked import Notify, fail_all, judge_locked, r
 from evals.harness.measurement.device_lock import LockRecord
 from evals.harness.pipeline.environment import environment_fault
 from evals.harness.run_settings import RunSettings
-from evals.harness.sandbox import footprint
+from evals.harness.sandbox import footprint, memory_walls
 from evals.harness.sandbox.hygiene import hash_file, verify_install
 from evals.harness.sandbox.process_tree import outlived, reap_strays
 from evals.harness.scenarios import Suite
@@ -96,6 +96,8 @@ def evaluate(
         "timing": dataclasses.asdict(target.timing),
         "limits": dataclasses.asdict(target.limits),
     }
+    # before the secret exists: no process of this user may read it out of this one
+    verdict.checks["parent_memory"] = memory_walls.seal()
     use_secret = settings.command == "score" or settings.seed is None
     seed = secrets.randbits(62) if use_secret or settings.seed is None else settings.seed
     verdict.seed = seed

@@ -23,6 +23,8 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from evals.harness.sandbox import memory_walls
+
 SANDBOX_ENV = "KERNELSEEK_SANDBOX"
 """``off`` disables the filter, ``audit`` only logs what it would refuse (debugging; the
 verdict says so)."""
@@ -194,7 +196,9 @@ def apply(policy: Policy, environ: Mapping[str, str] | None = None) -> dict[str,
 
     Returns:
         ``{"seccomp": "active: ..." | "audit: ..." | "unavailable: why" | "off: ...",
-        "no_new_privs": bool, "core_dumps": bool}``.
+        "no_new_privs": bool, "core_dumps": bool, "ptrace": ...}`` (``ptrace``: what
+        :func:`evals.harness.sandbox.memory_walls.drop_ptrace` did; absent where the
+        sandbox is off or this is not Linux).
     """
     mode = (os.environ if environ is None else environ).get(SANDBOX_ENV, "").strip().lower()
     record: dict[str, object] = {"seccomp": "", "no_new_privs": False, "core_dumps": True}
@@ -203,6 +207,7 @@ def apply(policy: Policy, environ: Mapping[str, str] | None = None) -> dict[str,
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
         why = f"{sys.platform} {platform.machine()} is not Linux x86_64 or aarch64"
         return {**record, "seccomp": f"unavailable: {why}"}
+    record["ptrace"] = memory_walls.drop_ptrace()  # root's worker could read its parent
     try:
         lib = ctypes.CDLL(ctypes.util.find_library("seccomp") or "libseccomp.so.2")
         libc = ctypes.CDLL(None, use_errno=True)

@@ -204,6 +204,8 @@ def protections_line(protections: Mapping[str, Any] | None) -> list[str]:
         extra.append("no new privileges")
     if protections.get("core_dumps") is False:
         extra.append("no core dumps")
+    if protections.get("ptrace") in ("dropped", "not held"):
+        extra.append("no CAP_SYS_PTRACE")
     limit = protections.get("memory_limit_bytes")
     extra.append(f"memory limit {limit / 2**30:.1f} GiB" if limit else "no memory limit")
     if protections.get("environment"):

@@ -24,6 +24,7 @@ SHARED = (
     "evals.harness.measurement.timing",
     "evals.harness.sandbox.confine",
     "evals.harness.sandbox.hygiene",
+    "evals.harness.sandbox.memory_walls",
     "evals.harness.sandbox.os_sandbox",
     "evals.harness.static.include_scan",
     "evals.harness.static.static_checks",

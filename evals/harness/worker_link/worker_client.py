@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.harness.failures import PARENT_ONLY, Code, Failure, one_line
+from evals.harness.sandbox import memory_walls
 from evals.harness.sandbox.hygiene import clean_environment, with_package_root
 from evals.harness.sandbox.os_sandbox import SANDBOX_ENV
 from evals.harness.targets import Target
@@ -194,9 +195,13 @@ class WorkerClient:
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         mode, nnp = fields.get("Seccomp", "?").strip(), fields.get("NoNewPrivs", "?").strip()
         self.protections["seccomp_seen_by_parent"] = f"Seccomp {mode}, NoNewPrivs {nnp}"
+        reason = None
         if str(self.protections.get("seccomp", "")).startswith("active") and mode != "2":
-            self.close()
             reason = f"the worker claims an active seccomp filter; the kernel says Seccomp {mode}"
+        elif "ptrace" in self.protections and memory_walls.holds_ptrace(self.proc.pid):
+            reason = "the worker holds CAP_SYS_PTRACE (it could read the parent's memory)"
+        if reason is not None:
+            self.close()
             raise WorkerFailure(Failure(Code.SANDBOX_VIOLATION, reason))
 
     def request(
