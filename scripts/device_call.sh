@@ -19,6 +19,8 @@
 #   check's 1.25x);
 #   rows-start / rows-faster: one kernel's fa3_hopper rows (dev, 3 epochs) through Inspect;
 #   gputests-forge: the timer forges and three honest kernels;
+#   gated: the stream gate's GPU tests, then benchmarks/gpu_gated_batch.py on start.cu,
+#   faster.cu, a forge reporting 0.8 of each call (padded) and its twin, and FA3;
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
 #   cheats, then start.cu's, the hostile-process ones and the upstream outliers;
 #   pytest steps stop (printing what failed) at $TEST_LIMIT seconds, default 540)
@@ -115,6 +117,17 @@ for step in "$@"; do
       [ "$step" = forge-floor ] && args="$args --floor 0.81 --keep 0.81 --hide-us 0"
       timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_forge_gain.py $args \
         --out "$work/$step" > "$work/$step.log" 2>&1; echo "$step rc=$?"; tail -3 "$work/$step.log" ;;
+    gated) g="$work/gated"; mkdir -p "$g/kernels"  # the gated-batch prototype (issue 40)
+      python3 -m pytest -m gpu tests/gpu/test_stream_gate.py -q -p no:cacheprovider -rA 2>&1 | tail -3
+      python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; \
+import gpu_forge_gain as f; f.variants(Path('$g/kernels'), keep=0.8, hide_us=0, floor=0.8, pad_us=300)"
+      for k in kernels/fa3_hopper/start.cu tests/data/fa3_hopper/faster.cu \
+          "$g/kernels/forge_padded.cu" "$g/kernels/forge_twin.cu"; do
+        timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_gated_batch.py --kernel "$k" \
+          --out "$g" > "$g/$(basename "$k" .cu).log" 2>&1; echo "$k rc=$?"; tail -1 "$g/$(basename "$k" .cu).log"
+      done
+      python3 benchmarks/gpu_gated_batch.py --upstream fa3 --out "$g" > "$g/fa3.log" 2>&1
+      echo "fa3 rc=$?"; tail -1 "$g/fa3.log" ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;
     *) echo "unknown step $step" ;;
   esac

@@ -56,6 +56,19 @@ def test_the_gpu_benchmark_without_a_gpu_says_so_in_one_line(tmp_path, target):
     _one_line(proc, "selfcheck-dev: no CUDA GPU")
 
 
+@NO_GPU
+def test_the_gated_batch_prototype_without_a_gpu_says_so_in_one_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/gpu_gated_batch.py", "--upstream", "fa3", "--out",
+         str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    _one_line(proc, "no CUDA GPU: fa3_hopper runs on an NVIDIA GPU")
+
+
 def test_no_compiler_is_one_line_before_any_build(tmp_path):
     env = {**os.environ, "CXX": str(tmp_path / "no-such-compiler")}
     proc = run_harness(

@@ -22,7 +22,7 @@ import random
 import numpy as np
 import torch
 
-__all__ = ["base_bits", "flip", "make_mask", "shifts"]
+__all__ = ["base_bits", "flip", "flip_at", "make_mask", "shifts"]
 
 _INT_OF_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -79,4 +79,30 @@ def flip(q: torch.Tensor, base: torch.Tensor, mask: torch.Tensor, shift: int) ->
         # element q, in the worker's CPU time and in the parent's timing of it alike
         np.bitwise_xor(base.numpy(), window.numpy(), out=_bits(q).numpy())
         return
+    torch.bitwise_xor(base, window, out=_bits(q))
+
+
+def flip_at(
+    q: torch.Tensor,
+    base: torch.Tensor,
+    mask: torch.Tensor,
+    offsets: torch.Tensor,
+    call: int,
+    positions: torch.Tensor,
+) -> None:
+    """:func:`flip` with the offset read on the device: ``offsets[call]``, known only when run.
+
+    A gated batch's calls are queued before the parent releases their offsets
+    (:mod:`evals.harness.measurement.stream_gate`), so the window into ``mask`` is gathered
+    at ``positions + offsets[call]`` rather than sliced at a host integer.
+
+    Args:
+        q: The set's query, written in place.
+        base: :func:`base_bits` of the set's original q.
+        mask: :func:`make_mask` of the set's q.
+        offsets: ``(calls,)`` int64 on q's device, each in ``[0, q.numel()]``.
+        call: Which offset.
+        positions: ``torch.arange(q.numel())`` (int64) on q's device, made once per set.
+    """
+    window = mask.take(positions + offsets[call]).view(q.shape)
     torch.bitwise_xor(base, window, out=_bits(q))

@@ -1,0 +1,313 @@
+"""Prototype on a GPU: the parent's clock on gated batches against the event-timed median.
+
+The wall-clock check times back-to-back calls with the host's issue work inside the interval,
+so a candidate that pads its host issue can hide a forged timer (THREATS.md, Known limits:
+1.25x, more with padding). A gated batch keeps host issue out: the child (the worker's part)
+queues N calls behind a gate (:mod:`evals.harness.measurement.stream_gate`), each on its set's
+q flipped at an offset the parent writes into the gate only when it opens it, with the L2
+flushed before each call as the timing loop does; it says it is armed; the parent opens the
+gate and times until the child's answer that the device is done. The same batch without the
+calls (the null batch: flushes and flips) is subtracted:
+
+    U = (batch - null - ping) / N,   per call, us,
+
+and printed beside the median device time the harness's timer gives the same kernel in the
+same process (flush, spin, events; what a candidate reports). ``U / median`` is what a check
+``U <= median x (1 + tolerance)`` would hold it to: about 1 for an honest kernel, the inverse
+of the reported share for a forged timer (``timer_forge_padded.cu`` as
+``benchmarks/gpu_forge_gain.py`` rewrites it). Each batch also proves it was gated: the
+parent waits before opening, and the offsets the device copied must be the ones written at
+the opening. The child runs unsandboxed: this measures the mechanism, it judges nothing.
+
+Usage (H100/H200; FA3 importable for ``--upstream fa3``)::
+
+    python benchmarks/gpu_gated_batch.py --kernel kernels/fa3_hopper/start.cu --out DIR
+    python benchmarks/gpu_gated_batch.py --upstream fa3 --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import select
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from evals.harness.building.build import build  # noqa: E402
+from evals.harness.measurement.stream_gate import Gate  # noqa: E402
+from evals.harness.pipeline.environment import environment_fault  # noqa: E402
+from evals.harness.targets import get_target  # noqa: E402
+
+TARGET = "fa3_hopper"
+SETS = 3
+TIMED_CALLS = 30
+SPIN_US = 400.0
+ARM_TIMEOUT_S = 30.0
+"""A child not armed by then is stuck behind the closed gate (a call that waits for the device);
+the parent opens the gate and the batch counts as not gated."""
+HOLD_S = 0.02
+"""The parent waits this long between the child's ``armed`` and the opening: a batch that
+ran without waiting for the gate is done by then and shows as a near-empty interval."""
+
+
+class Child:
+    """The child process and its line-JSON channel (stdin, stdout)."""
+
+    def __init__(self, gate: Gate, library: str | None, upstream: str | None) -> None:
+        command = [sys.executable, __file__, "--child", "--gate-fd", str(gate.fd)]
+        command += ["--library", library] if library else ["--upstream", str(upstream)]
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     pass_fds=(gate.fd,), text=True, cwd=ROOT)  # fmt: skip
+
+    def ask(self, *, timeout_s: float | None = None, **request: Any) -> dict[str, Any] | None:
+        """Send one request and wait for its answer; None if none came within ``timeout_s``."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        return self.answer(timeout_s)
+
+    def answer(self, timeout_s: float | None = None) -> dict[str, Any] | None:
+        """The next answer; None if none came within ``timeout_s``."""
+        assert self.proc.stdout is not None
+        if timeout_s is not None and not select.select([self.proc.stdout], [], [], timeout_s)[0]:
+            return None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the child ended (exit {self.proc.wait()})")
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer
+
+    def close(self) -> None:
+        """Stop the child."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def gated_batch(child: Child, gate: Gate, *, n: int, null: bool, numel: int,
+                rng: random.Random) -> tuple[float, bool]:  # fmt: skip
+    """One batch: arm, hold, open, finish. Returns (seconds on the parent's clock, gated)."""
+    token = rng.randrange(1, 2**32)
+    offsets = [rng.randint(0, numel) for _ in range(n)]
+    armed = child.ask(op="arm", n=n, null=null, token=token, timeout_s=ARM_TIMEOUT_S)
+    time.sleep(HOLD_S)
+    start = gate.open(token, b"".join(o.to_bytes(8, "little") for o in offsets))
+    if armed is None:  # a call waited for the device, behind the closed gate
+        child.answer()
+    answer = child.ask(op="finish")
+    seconds = time.perf_counter() - start
+    gate.shut()
+    return seconds, armed is not None and _required(answer)["offsets"] == offsets[:2]
+
+
+def _required(answer: dict[str, Any] | None) -> dict[str, Any]:
+    if answer is None:
+        raise RuntimeError("the child did not answer")
+    return answer
+
+
+def ping(child: Child) -> float:
+    """The channel's round trip (seconds, the fastest of 20)."""
+    best = float("inf")
+    for _ in range(20):
+        start = time.perf_counter()
+        child.ask(op="ping")
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def scenario_row(child: Child, gate: Gate, scenario: Any, args: argparse.Namespace,
+                 rng: random.Random) -> dict[str, Any]:  # fmt: skip
+    """Median device time, gated U and their ratio for one scenario."""
+    prepared = _required(child.ask(op="prepare", scenario=scenario.to_json(), seed=args.seed))
+    overhead = ping(child)
+    per_call: list[float] = []
+    gated = True
+    for _ in range(args.batches):
+        calls, ok1 = gated_batch(child, gate, n=args.calls, null=False,
+                                 numel=prepared["numel"], rng=rng)  # fmt: skip
+        empty, ok2 = gated_batch(child, gate, n=args.calls, null=True,
+                                 numel=prepared["numel"], rng=rng)  # fmt: skip
+        gated = gated and ok1 and ok2
+        per_call.append((calls - empty) / args.calls * 1e6)
+    u_us = min(per_call)
+    median_us = float(prepared["median_us"])
+    return {"scenario": scenario.id, "median_us": median_us, "gated_us": u_us,
+            "ratio": u_us / median_us, "batches_us": per_call, "ping_us": overhead * 1e6,
+            "gated": gated}  # fmt: skip
+
+
+def parent(args: argparse.Namespace) -> int:
+    """Build, start the child, measure every timed scenario of the suite, write the table."""
+    target = get_target(TARGET)
+    fault = environment_fault(target, building=bool(args.kernel))
+    if fault is not None:
+        print(f"error: {fault.reason}", file=sys.stderr)
+        return 2
+    library = None
+    if args.kernel:
+        built = build(target, Path(args.kernel))
+        if built.library is None:
+            reason = built.failure.reason if built.failure else "no library"
+            print(f"error: the build failed: {reason}", file=sys.stderr)
+            return 2
+        library = str(built.library)
+    scenarios = target.load_suite(args.suite).scenarios
+    gate, rng = Gate(), random.Random(args.seed)
+    child = Child(gate, library, args.upstream)
+    rows = []
+    try:
+        for scenario in scenarios:
+            row = scenario_row(child, gate, scenario, args, rng)
+            rows.append(row)
+            print(f"{row['scenario']:55s} median {row['median_us']:9.1f} us  gated "
+                  f"{row['gated_us']:9.1f} us  ratio {row['ratio']:.3f}  gated "
+                  f"{'yes' if row['gated'] else 'NO'}", flush=True)  # fmt: skip
+    finally:
+        child.close()
+        gate.close()
+    ratios = [r["ratio"] for r in rows]
+    print(
+        f"ratio gated / median: min {min(ratios):.3f}, median {statistics.median(ratios):.3f}, "
+        f"max {max(ratios):.3f}; every batch gated: {all(r['gated'] for r in rows)}"
+    )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = Path(args.kernel).stem if args.kernel else args.upstream
+    (out / f"gated-{name}.json").write_text(json.dumps({"args": vars(args), "rows": rows},
+                                                       indent=1))  # fmt: skip
+    return 0
+
+
+class _Worker:
+    """The child's state: the kernel, the gate, the timer, one scenario's sets and calls."""
+
+    def __init__(self, gate_fd: int, library: str | None, upstream: str | None) -> None:
+        import torch
+
+        from evals.harness.measurement.gpu import CudaEventTimer
+        from evals.harness.measurement.stream_gate import DeviceGate
+
+        self.target = get_target(TARGET)
+        self.ops = None
+        if library:
+            torch.ops.load_library(library)
+            self.ops = getattr(torch.ops, self.target.contract.namespace)
+        self.upstream = upstream
+        self.gate = DeviceGate(gate_fd)
+        self.timer = CudaEventTimer()
+        self.flush = torch.empty(self.timer.flush_bytes, dtype=torch.uint8, device="cuda")
+        self.state: dict[str, Any] = {}
+
+    def prepare(self, scenario: dict[str, Any], seed: int) -> dict[str, Any]:
+        """The scenario's sets and calls, and its median device time as the harness times."""
+        import torch
+
+        from evals.harness.clock_checks.query_flips import base_bits, flip, make_mask
+        from evals.harness.scenarios import Scenario
+
+        target, sc = self.target, Scenario(**scenario)
+        sets = target.make_timing_inputs(sc, [seed * 1000 + i for i in range(SETS)])
+        if self.ops is not None:
+            calls = [target.prepare_candidate(self.ops, s) for s in sets]
+        else:
+            calls = [target.upstream(str(self.upstream)).prepare(s) for s in sets]
+        q = sets[0]["q"]
+        mask = make_mask(q, seed)
+        bases = [base_bits(s["q"]) for s in sets]
+        positions = torch.arange(q.numel(), device=q.device)
+        for call in calls:
+            call()
+        torch.cuda.synchronize()
+        rng, times = random.Random(seed), []
+        for t in range(TIMED_CALLS):
+            j = t % SETS
+            flip(sets[j]["q"], bases[j], mask, rng.randint(0, q.numel()))
+            times.append(self.timer.time_call(calls[j], spin_us=SPIN_US).device_us)
+        self.state = {"sets": sets, "calls": calls, "mask": mask, "bases": bases,
+                      "positions": positions}  # fmt: skip
+        return {"numel": q.numel(), "median_us": statistics.median(times)}
+
+    def arm(self, n: int, null: bool, token: int) -> dict[str, Any]:
+        """Queue ``n`` flushed, flipped calls (none when ``null``) behind the gate."""
+        import torch
+
+        from evals.harness.clock_checks.query_flips import flip_at
+
+        st = self.state
+        offsets = torch.zeros(n, dtype=torch.int64, device="cuda")
+        self.gate.queue(token, offsets)
+        outputs = []
+        for i in range(n):
+            j = i % SETS
+            self.flush.zero_()
+            flip_at(st["sets"][j]["q"], st["bases"][j], st["mask"], offsets, i, st["positions"])
+            if not null:
+                outputs.append(st["calls"][j]())
+        st["offsets"], st["outputs"] = offsets, outputs
+        return {"armed": True}
+
+    def finish(self) -> dict[str, Any]:
+        """Wait for the device; the first two offsets the device received."""
+        import torch
+
+        torch.cuda.synchronize()
+        offsets = self.state.pop("offsets")[:2].tolist()
+        self.state.pop("outputs")
+        return {"offsets": offsets}
+
+
+def serve(gate_fd: int, library: str | None, upstream: str | None) -> int:
+    """The child: answer line-JSON requests on stdin until it closes."""
+    worker = _Worker(gate_fd, library, upstream)
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            if req["op"] == "prepare":
+                answer = worker.prepare(req["scenario"], int(req["seed"]))
+            elif req["op"] == "arm":
+                answer = worker.arm(int(req["n"]), bool(req["null"]), int(req["token"]))
+            elif req["op"] == "finish":
+                answer = worker.finish()
+            else:
+                answer = {"pong": True}
+        except Exception as exc:  # said to the parent, which stops
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps(answer), flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the arguments; run the parent, or the child when ``--child``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--kernel", help="a fa3_hopper candidate (.cu)")
+    which.add_argument("--upstream", help="an upstream judged as the candidate (fa3)")
+    parser.add_argument("--suite", default="smoke")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--calls", type=int, default=16, help="calls per gated batch")
+    parser.add_argument("--batches", type=int, default=3, help="gated batches per scenario")
+    parser.add_argument("--out", default="results/measurements/gated")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--gate-fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--library", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return serve(args.gate_fd, args.library, args.upstream)
+    if not (args.kernel or args.upstream):
+        parser.error("give --kernel FILE or --upstream NAME")
+    return parent(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
