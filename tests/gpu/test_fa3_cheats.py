@@ -165,6 +165,9 @@ def test_honest_kernels_pass_every_check(kernel):
     doc = verdict.to_json()
     assert verdict.status == "ok", failures_of(verdict)
     assert doc["protections"]["seccomp"].startswith("active"), doc["protections"]
+    # the memory walls hold on the GPU worker too: no CAP_SYS_PTRACE, the parent sealed
+    assert doc["protections"]["ptrace"] in ("dropped", "not held"), doc["protections"]
+    assert doc["checks"]["parent_memory"].startswith("sealed"), doc["checks"]
     assert doc["checks"]["symbols"].startswith("passed"), doc["checks"]
     assert doc["checks"]["trace"].startswith("on every scenario")
     for sc in doc["scenarios"]:
