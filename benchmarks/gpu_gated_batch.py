@@ -204,9 +204,9 @@ class _Worker:
             torch.ops.load_library(library)
             self.ops = getattr(torch.ops, self.target.contract.namespace)
         self.upstream = upstream
-        self.gate = DeviceGate(gate_fd)
         self.timer = CudaEventTimer()
         self.flush = torch.empty(self.timer.flush_bytes, dtype=torch.uint8, device="cuda")
+        self.gate = DeviceGate(gate_fd)
         self.state: dict[str, Any] = {}
 
     def prepare(self, scenario: dict[str, Any], seed: int) -> dict[str, Any]:

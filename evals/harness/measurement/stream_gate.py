@@ -132,7 +132,7 @@ class DeviceGate:
         self.size = size
         self._anchor = ctypes.c_char.from_buffer(self.page)  # released before the unmap
         self.host = ctypes.addressof(self._anchor)
-        torch.cuda.current_device()  # the driver calls below use the context torch made current
+        torch.cuda.synchronize()  # makes torch's context current for the driver calls
         self.driver.check(self.driver.register(self.host, size, _REGISTER_DEVICEMAP),
                           "cuMemHostRegister")  # fmt: skip
         device = ctypes.c_uint64()
