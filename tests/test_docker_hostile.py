@@ -205,7 +205,7 @@ def relay(
     settings = TaskSettings(
         target="cpu_attention", suite="smoke", score_suite="smoke", sandbox="docker"
     )
-    argv = harness_exec.harness_argv(settings, command, "smoke", scorer=True)  # type: ignore[arg-type]
+    argv = harness_exec.harness_argv(settings, command, "smoke", timeout=600, scorer=True)  # type: ignore[arg-type]
     nonce = f"KERNELSEEK-VERDICT-{secrets.token_hex(16)}"
     started = time.monotonic()
     proc = subprocess.Popen(

@@ -14,10 +14,11 @@ import json
 
 import pytest
 from inspect_ai.log import transcript
-from inspect_ai.util import ExecResult
+from inspect_ai.util import ExecResult, OutputLimitExceededError
 
 from evals.bench import harness_exec
 from evals.bench.faults import ENVIRONMENT
+from evals.bench.scorer import score_from_run
 from evals.bench.settings import TaskSettings
 
 KERNEL = b"// the agent's kernel\nint x = 1;\n"
@@ -106,7 +107,7 @@ def test_container_sandboxes_run_the_harness_in_the_scorer_on_the_kernels_bytes(
     assert call["cmd"][:4] == ["python3", "-P", "-c", harness_exec.SCORER_RELAY]
     assert call["cmd"][4:] == [
         "score", "--target", settings.target, "--kernel", settings.kernel_file,
-        "--suite", "smoke", "--quiet",
+        "--suite", "smoke", "--quiet", "--time-budget", "45",  # 3/4 of the run's 60 s
     ]  # fmt: skip
     # stdin: the nonce, then the kernel's bytes (base64): the only thing that crosses
     nonce, b64, rest = call["input"].split("\n")
@@ -152,7 +153,8 @@ def test_the_local_sandbox_runs_the_harness_where_the_agent_works(monkeypatch):
     run = _run(LOCAL)
     assert run.ok, run.error
     [cmd] = agent.execs
-    assert cmd[3] == harness_exec.RELAY and cmd[-3:] == ["--suite", "smoke", "--quiet"]
+    assert cmd[3] == harness_exec.RELAY
+    assert cmd[-5:] == ["--suite", "smoke", "--quiet", "--time-budget", "45"]
     assert run.cleanup is None
 
 
@@ -212,3 +214,42 @@ def test_split_notes_keeps_only_lines_after_this_calls_nonce():
     rest, notes = harness_exec.split_notes(stdout, "N")
     assert notes == {"before": {"killed": []}}
     assert rest == 'table\nrow\nM:relay:{"forged": 1}'
+
+
+class _Unreadable(Agent):
+    """The agent's sandbox where the kernel's path cannot be read, for the agent's own reasons."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__()
+        self.exc = exc
+
+    async def read_file(self, file, text=True):
+        self.reads.append(file)
+        raise self.exc
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        OutputLimitExceededError("100 MiB", None),  # a kernel grown past the read limit
+        RuntimeError("no such container"),  # the agent's container, killed from inside
+        ValueError("not a regular file in the archive"),  # a FIFO or a link at the path
+        TimeoutError(),
+        FileNotFoundError("kernel.cpp"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+@pytest.mark.parametrize("settings", [DOCKER, LOCAL], ids=["docker", "local"])
+def test_a_kernel_the_agent_made_unreadable_is_its_own_failure_never_a_retried_error(
+    settings, exc, monkeypatch
+):
+    # before: anything but a missing, locked or directory kernel was the environment's fault,
+    # so a failing agent could have its sample errored, retried and left out of every statistic
+    scorer = Scorer()
+    _sandboxes(monkeypatch, _Unreadable(exc), scorer)
+    run = _run(settings, "score")
+    assert run.fault is None and run.verdict is None and scorer.calls == []
+    assert run.error is not None
+    assert run.error.startswith(f"cannot read the kernel {settings.kernel_file}: ")
+    assert type(exc).__name__ in run.error
+    assert score_from_run(run, "sdpa").value["success"] == 0

@@ -368,15 +368,25 @@ def _note(event: str | dict[str, Any]) -> None:
     transcript().info({"gpu_pool": event}, source="kernelseek")
 
 
+BUDGET_SHARE = 0.75
+"""Of a harness run's time limit, the share given to the harness as its time budget
+(``--time-budget``): past it the candidate gets no more time and the run still ends with a
+verdict, the rest of the limit covering the trace and the upstreams
+(:mod:`evals.harness.worker_link.budget`). A run that outlasts its limit is the harness's fault
+and the sample is retried; a slow candidate must not get there."""
+
+
 def harness_argv(
     settings: TaskSettings,
     command: Literal["check", "bench", "score"],
     suite: str,
     *,
+    timeout: int,
     scorer: bool = False,
 ) -> list[str]:
     """The sandbox command line: the relay, then the harness's own arguments.
 
+    ``timeout``: the run's limit, seconds (its budget is :data:`BUDGET_SHARE` of it).
     ``scorer``: the relay of the scorer container (:data:`SCORER_RELAY`), which takes the
     kernel's bytes on stdin and runs the harness on its own copy, named as ``--kernel`` says.
     """
@@ -384,7 +394,7 @@ def harness_argv(
     return [
         *(python, "-P", "-c", SCORER_RELAY if scorer else RELAY),
         *(command, "--target", settings.target, "--kernel", settings.kernel_file),
-        *("--suite", suite, "--quiet"),
+        *("--suite", suite, "--quiet", "--time-budget", f"{BUDGET_SHARE * timeout:.0f}"),
     ]
 
 
@@ -451,16 +461,22 @@ def scorer_sandbox(settings: TaskSettings) -> SandboxEnvironment | str | None:
 
 
 async def _read_kernel(settings: TaskSettings) -> bytes | HarnessRun:
-    """The workspace kernel's bytes, or the run that failed to read it."""
+    """The workspace kernel's bytes, or the run that failed to read it: the candidate's failure.
+
+    The workspace is the agent's, and so is whatever stands at the kernel's path: a file it
+    removed, locked or grew past Inspect's read limit (100 MiB), a link or a FIFO where the
+    kernel should be, a container it broke. Counted as the environment's, such a failure made
+    the sample an error that an eval set retries and every statistic leaves out: a way for a
+    failing agent to have its sample dropped. An infrastructure fault at this moment is booked
+    against the arm too, with its reason on record.
+    """
     try:
         source: bytes = await sandbox().read_file(settings.kernel_file, text=False)
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        # the workspace is the agent's: a kernel it removed or locked is the candidate's failure
-        lost = f"cannot read the kernel {settings.kernel_file}: {type(exc).__name__}"
-        return HarnessRun(-1, "", None, lost)
     except Exception as exc:
-        broken = f"cannot read {settings.kernel_file}: {type(exc).__name__}: {exc}"
-        return HarnessRun(-1, "", None, broken, fault=f"{ENVIRONMENT} {broken}")
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return HarnessRun(
+            -1, "", None, one_line(f"cannot read the kernel {settings.kernel_file}: {why}")
+        )
     return source
 
 
@@ -534,7 +550,7 @@ async def _exec(
     where, kernel = scorer if scorer is not None else (sandbox(), None)
     try:
         result = await where.exec(
-            harness_argv(settings, command, suite, scorer=scorer is not None),
+            harness_argv(settings, command, suite, timeout=timeout, scorer=scorer is not None),
             input=relay_input(nonce, kernel),
             env=harness_env(settings, gpu),
             timeout=timeout,

@@ -34,6 +34,9 @@ class RunSettings:
             scenarios in a row (by default the rest are skipped, and the verdict says so).
         keep_worker_log: Keep the workers' output (capped: head and tail) in this file (the
             upstreams' worker beside it); by default it is only read for crash reasons.
+        time_budget_s: Seconds from the run's start after which the candidate's worker gets
+            no more request time and no scenario starts (:mod:`evals.harness.worker_link.budget`;
+            a caller with a limit of its own passes one below it); None: no budget.
     """
 
     command: Command
@@ -48,6 +51,7 @@ class RunSettings:
     lock_timeout_s: float = 3600.0
     keep_going: bool = False
     keep_worker_log: Path | None = None
+    time_budget_s: float | None = None
 
     def to_json(self) -> dict[str, object]:
         """JSON form, logged into the verdict."""

@@ -32,6 +32,7 @@ from evals.harness.scenarios import Scenario
 from evals.harness.targets import Target
 from evals.harness.tracing import trace
 from evals.harness.verdict.record import ScenarioResult, Verdict
+from evals.harness.worker_link.budget import Budget
 from evals.harness.worker_link.session import Progress
 from evals.harness.worker_link.worker_client import WorkerClient, WorkerFailure
 
@@ -93,6 +94,8 @@ def judge_locked(
     listeners: tuple[Progress | None, Notify | None],
     settings: RunSettings,
     held: LockRecord | None,
+    *,
+    budget: Budget | None = None,
 ) -> list[str]:
     """Start the workers, then judge every scenario holding the device's lock.
 
@@ -113,6 +116,7 @@ def judge_locked(
         return clients[0].left_behind
     _protections(verdict, clients[0])
     session = _session(verdict, target, library, settings, clients, tally)
+    session.budget = session.client.budget = budget  # the candidate's worker alone
     try:
         _untampered(session.client)  # its library's initialisers have run
         if _two_passes(target, held):

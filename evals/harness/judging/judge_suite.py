@@ -58,7 +58,7 @@ def judge_scenarios(
     """
     state = {"before": session.target.device_state()}
     for i, scenario in enumerate(scenarios):
-        stop = None if keep_going else repeated_crash(verdict.results)
+        stop = _stop(session, verdict.results, keep_going=keep_going)
         if stop is not None:
             verdict.results.append(ScenarioResult(scenario, failure=stop))
         else:
@@ -85,7 +85,7 @@ def check_scenarios(
     """
     pending: set[int] = set()
     for i, scenario in enumerate(scenarios):
-        stop = None if keep_going else repeated_crash(verdict.results)
+        stop = _stop(session, verdict.results, keep_going=keep_going)
         if stop is not None:
             verdict.results.append(ScenarioResult(scenario, failure=stop))
         elif session.target.work(scenario).bytes > shared_bytes:
@@ -121,7 +121,7 @@ def measure_scenarios(
     for i, result in enumerate(results):
         if i not in pending and not result.correct:
             continue
-        stop = None if keep_going else repeated_crash(done)
+        stop = _stop(session, done, keep_going=keep_going)
         if stop is not None:
             result.failure, result.correct = stop, False
         elif i in pending:
@@ -150,11 +150,16 @@ def _finish(
 
     ``untraced``: the indices of the results still to trace (None: all of them).
     """
-    skipped = sum(1 for r in verdict.results if r.failure and r.failure.code == Code.SKIPPED)
-    if skipped:
+    skipped = [r.failure for r in verdict.results if r.failure and r.failure.code == Code.SKIPPED]
+    late = sum(1 for f in skipped if "time budget" in f.reason)
+    if late:
         verdict.flags.append(
-            f"stopped early: {skipped} scenario(s) skipped after the same failure on two "
-            "scenarios in a row (--keep-going runs them all)"
+            f"stopped early: {late} scenario(s) skipped, the run's time budget spent"
+        )
+    if len(skipped) > late:
+        verdict.flags.append(
+            f"stopped early: {len(skipped) - late} scenario(s) skipped after the same failure on "
+            "two scenarios in a row (--keep-going runs them all)"
         )
     _trace(verdict, session, progress, untraced)
     if session.command != "check":
@@ -180,6 +185,13 @@ FAIL_FAST_CODES = frozenset(
     {Code.CRASH, Code.SANDBOX_VIOLATION, Code.TIMEOUT, Code.EXCEPTION, Code.LOAD_ERROR}
 )
 """Failures that repeat on every scenario at full cost: two in a row skip the rest."""
+
+
+def _stop(session: Session, results: list[ScenarioResult], *, keep_going: bool) -> Failure | None:
+    """Why the next scenario is skipped: the run's time budget spent, or a repeated crash."""
+    if session.budget is not None and session.budget.spent():
+        return Failure(Code.SKIPPED, "skipped: " + session.budget.reason("before this scenario"))
+    return None if keep_going else repeated_crash(results)
 
 
 def repeated_crash(results: list[ScenarioResult]) -> Failure | None:

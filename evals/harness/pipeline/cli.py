@@ -62,6 +62,13 @@ def parser() -> argparse.ArgumentParser:
             help="keep the workers' output (capped: head and tail) in this file",
         )
         sp.add_argument(
+            "--time-budget",
+            type=_positive_seconds,
+            metavar="SECONDS",
+            help="after this many seconds the candidate gets no more time and the run ends "
+            "with a verdict (for a caller with a limit of its own)",
+        )
+        sp.add_argument(
             "--keep-going",
             action="store_true",
             help="judge every scenario even after the same crash on two scenarios in a row",
@@ -72,6 +79,17 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("report", help=text, description=text)
     sp.add_argument("verdict", type=Path, help="the verdict's JSON file")
     return p
+
+
+def _positive_seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse says why another is refused)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"a time budget is positive and finite, not {text}")
+    return seconds
 
 
 def _status(verdict: Verdict) -> int:
@@ -124,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         scenario_ids=tuple(args.scenario),
         keep_going=args.keep_going,
         keep_worker_log=args.keep_worker_log,
+        time_budget_s=args.time_budget,
     )
     progress = None if args.quiet else report.ProgressPrinter()
     verdict = evaluate(settings, progress=progress, notify=None if args.quiet else _notify)

@@ -16,6 +16,7 @@ from evals.harness.targets import Target
 from evals.harness.verdict.audit_record import RoundAudit
 from evals.harness.verdict.record import ScenarioResult
 from evals.harness.worker_link import channel
+from evals.harness.worker_link.budget import Budget
 from evals.harness.worker_link.worker_client import WorkerClient
 
 
@@ -74,6 +75,8 @@ class Session:
     """Per scenario id, the candidate's metered timing rounds awaiting their null rounds."""
     upstream_issue_us: float = 0.0
     """GPU: the slowest median host issue time of any upstream round so far in this run."""
+    budget: Budget | None = None
+    """The run's time budget: no scenario starts once it is spent."""
 
 
 def unpack(

@@ -22,10 +22,14 @@ from evals.harness.sandbox.hygiene import clean_environment, with_package_root
 from evals.harness.sandbox.os_sandbox import SANDBOX_ENV
 from evals.harness.targets import Target
 from evals.harness.worker_link import channel
+from evals.harness.worker_link.budget import Budget
 from evals.harness.worker_link.worker_log import CappedLog
 from evals.worker_entry import WORKER_DIR_ENV
 
 STARTUP_TIMEOUT_S = 180.0
+_LAST_REQUEST_S = 0.5
+"""Seconds a request still gets once the run's budget is spent: an answer already on its way
+arrives; the worker's further work does not."""
 
 
 class WorkerFailure(Exception):
@@ -97,6 +101,8 @@ class WorkerClient:
         """The folder the candidate's worker alone may write to (made afresh at each start)."""
         self.left_behind: list[str] = []
         """Files a candidate's worker left in its private folder, over all its starts."""
+        self.budget: Budget | None = None
+        """The run's time budget, set on the candidate's worker: no request runs past it."""
 
     @property
     def runs_candidate(self) -> bool:
@@ -224,8 +230,11 @@ class WorkerClient:
         except OSError:
             raise WorkerFailure(self._death("receiving a request")) from None
         start = time.monotonic()
+        end, doing = start + timeout, str(header.get("op", "?"))
+        if self.budget is not None and self.budget.deadline < end:
+            end, doing = max(self.budget.deadline, start + _LAST_REQUEST_S), f"budget:{doing}"
         try:
-            answer, payload = self._receive(start + timeout, header.get("op", "?"))
+            answer, payload = self._receive(end, doing)
         finally:
             self.request_s += time.monotonic() - start
         worker_s = answer.get("worker_s")
@@ -256,7 +265,11 @@ class WorkerClient:
             return channel.recv(self.sock, deadline, pinned=self.target.device == "cuda")
         except TimeoutError:
             self.kill()
-            reason = f"no answer within {self.target.limits.call_timeout_s:.0f} s ({doing}): hang"
+            if doing.startswith("budget:") and self.budget is not None:
+                reason = self.budget.reason(f"{doing.removeprefix('budget:')}, unanswered")
+            else:
+                limit = self.target.limits.call_timeout_s
+                reason = f"no answer within {limit:.0f} s ({doing}): hang"
             raise WorkerFailure(Failure(Code.TIMEOUT, reason)) from None
         except (channel.ChannelClosed, OSError, ValueError):
             raise WorkerFailure(self._death(doing)) from None
