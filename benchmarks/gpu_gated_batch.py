@@ -9,7 +9,7 @@ flushed before each call as the timing loop does; it says it is armed; the paren
 gate and times until the child's answer that the device is done. The same batch without the
 calls (the null batch: flushes and flips) is subtracted:
 
-    U = (batch - null - ping) / N,   per call, us,
+    U = (batch - null) / N,   per call, us (the channel's round trip is in both and cancels),
 
 and printed beside the median device time the harness's timer gives the same kernel in the
 same process (flush, spin, events; what a candidate reports). ``U / median`` is what a check
