@@ -32,6 +32,21 @@ _LAST_REQUEST_S = 0.5
 arrives; the worker's further work does not."""
 
 
+OOM_SCORE_ADJ = 1000
+"""The candidate's worker's ``oom_score_adj``: the kernel's out-of-memory killer takes it before
+any other process of the run. A candidate that filled memory (a tmpfs its private folder lives
+on counts against the container's) could otherwise have the parent killed: a run without a
+verdict, booked as the harness's fault. Lowering it again needs ``CAP_SYS_RESOURCE``."""
+
+
+def _oom_score_adj(pid: int) -> int | None:
+    """The kernel's word on process ``pid``'s ``oom_score_adj`` (None if unreadable)."""
+    try:
+        return int(Path(f"/proc/{pid}/oom_score_adj").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 class WorkerFailure(Exception):
     """The worker died, hung or refused the candidate; carries the failure."""
 
@@ -147,9 +162,14 @@ class WorkerClient:
             self.private_dir = Path(tempfile.mkdtemp(prefix="kernelseek-worker-"))
         env = self.environment(os.environ)
 
+        first_to_go = self.runs_candidate
+
         def limit_memory() -> None:
             if limit is not None:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            if first_to_go:  # out of memory (its heap, files it filled a tmpfs with), it goes
+                with contextlib.suppress(OSError):  # first, never the parent with the verdict
+                    Path("/proc/self/oom_score_adj").write_text(f"{OOM_SCORE_ADJ}\n")
 
         cmd = [
             sys.executable,
@@ -183,6 +203,8 @@ class WorkerClient:
         raw = header.get("protections")
         how = "cleaned" if self.clean_env else "inherited from the caller"
         self.protections = {**(raw if isinstance(raw, dict) else {}), "environment": how}
+        if first_to_go:
+            self.protections["oom_score_adj"] = _oom_score_adj(self.proc.pid)
         if self.runs_candidate:
             self._confirm_sandbox()
 

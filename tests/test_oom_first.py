@@ -1,0 +1,16 @@
+"""The candidate's worker is the out-of-memory killer's first choice (worker_client.OOM_SCORE_ADJ):
+memory it fills (a tmpfs counts against a container's) can cost its own process, never the
+parent that writes the verdict."""
+
+from evals.harness import RunSettings, evaluate
+from evals.harness.worker_link.worker_client import OOM_SCORE_ADJ
+from tests.helpers import START_CPU
+
+
+def test_the_candidates_worker_goes_first_and_the_kernel_says_so():
+    verdict = evaluate(RunSettings("check", "cpu_attention", START_CPU, suite="smoke",
+                                   scenario_ids=("smoke-fp32-d64-s128-h4-full",)))
+    assert verdict.status == "ok"
+    assert verdict.protections is not None
+    assert verdict.protections["oom_score_adj"] == OOM_SCORE_ADJ == 1000
+    assert int(open("/proc/self/oom_score_adj").read()) < OOM_SCORE_ADJ  # the parent's own
