@@ -1,6 +1,7 @@
 """One budget for every arm: the agent's messages, tokens and evaluations are counted in the
 agent's loop; questions and the questioner's tokens are counted apart; the score records both."""
 
+import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
@@ -18,6 +19,7 @@ def _tool(tool, **args):
     return out
 
 
+@pytest.mark.long  # a whole agent run with questions: 40 s beside load
 def test_questions_do_not_consume_the_agents_budget_and_evaluations_are_capped(tmp_path):
     outputs = [_tool("bash", command=f"cp {CPU_KERNELS / 'wrong.cpp'} kernel.cpp"),
                _tool("check"), _tool("check"), _tool("submit"), _tool("submit")]

@@ -148,7 +148,15 @@ def _honest_kernels():
     return [ROOT / line for line in lines if line and not line.startswith("#")]
 
 
-@pytest.mark.parametrize("kernel", _honest_kernels(), ids=lambda p: p.name)
+DEFAULT_TIER_HONEST = {"start.cpp", "honest_split_kv.cpp"}
+"""Honest kernels benched in the default tier; the rest (three quarters of a minute each beside
+load) in the long tier, which CI runs after it."""
+
+
+@pytest.mark.parametrize("kernel", [
+    pytest.param(k, id=k.name, marks=() if k.name in DEFAULT_TIER_HONEST else pytest.mark.long)
+    for k in _honest_kernels()
+])  # fmt: skip
 def test_honest_kernels_pass_every_check(kernel):
     verdict = evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke"))
     assert verdict.status == "ok", failures_of(verdict)

@@ -4,6 +4,8 @@ import hashlib
 import json
 import os
 
+import pytest
+
 from evals.harness import get_target
 from evals.harness.sandbox.hygiene import clean_environment, verify_install
 from evals.harness.worker_link.worker_client import WorkerClient
@@ -52,6 +54,7 @@ def test_score_refuses_when_the_harness_changed_since_install(tmp_path):
     assert doc["failure"]["code"] == "harness_modified"
 
 
+@pytest.mark.long  # a whole score with two fresh builds: over a minute beside load
 def test_score_builds_afresh_in_a_private_cache(tmp_path):
     out = tmp_path / "v.json"
     proc = run_harness("score", "--target", "cpu_attention", "--kernel", str(START_CPU),

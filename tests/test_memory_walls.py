@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -78,7 +79,7 @@ def _can_ptrace() -> bool:
 
 def _yama_scope() -> int:
     try:
-        return int(open("/proc/sys/kernel/yama/ptrace_scope").read())
+        return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
     except (OSError, ValueError):
         return 0  # no Yama: the classic rule, same user and dumpable
 

@@ -2,6 +2,8 @@
 memory it fills (a tmpfs counts against a container's) can cost its own process, never the
 parent that writes the verdict."""
 
+from pathlib import Path
+
 from evals.harness import RunSettings, evaluate
 from evals.harness.worker_link.worker_client import OOM_SCORE_ADJ
 from tests.helpers import START_CPU
@@ -13,4 +15,4 @@ def test_the_candidates_worker_goes_first_and_the_kernel_says_so():
     assert verdict.status == "ok"
     assert verdict.protections is not None
     assert verdict.protections["oom_score_adj"] == OOM_SCORE_ADJ == 1000
-    assert int(open("/proc/self/oom_score_adj").read()) < OOM_SCORE_ADJ  # the parent's own
+    assert int(Path("/proc/self/oom_score_adj").read_text()) < OOM_SCORE_ADJ  # the parent's own
