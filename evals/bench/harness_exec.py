@@ -369,11 +369,12 @@ def _note(event: str | dict[str, Any]) -> None:
 
 
 BUDGET_SHARE = 0.75
-"""Of a harness run's time limit, the share given to the harness as its time budget
-(``--time-budget``): past it the candidate gets no more time and the run still ends with a
-verdict, the rest of the limit covering the trace and the upstreams
-(:mod:`evals.harness.worker_link.budget`). A run that outlasts its limit is the harness's fault
-and the sample is retried; a slow candidate must not get there."""
+"""Of a harness run's time limit, the share given to the candidate's own seconds (its build
+and its worker's requests: ``--time-budget``): past it the candidate gets no more time and the
+run still ends with a verdict, the rest of the limit covering the harness's work, the
+upstreams and waits for the device's lock (:mod:`evals.harness.worker_link.budget`). A run that
+outlasts its limit is the harness's fault and the sample is retried; a slow candidate must not
+get there."""
 
 
 def harness_argv(

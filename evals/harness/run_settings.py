@@ -34,9 +34,10 @@ class RunSettings:
             scenarios in a row (by default the rest are skipped, and the verdict says so).
         keep_worker_log: Keep the workers' output (capped: head and tail) in this file (the
             upstreams' worker beside it); by default it is only read for crash reasons.
-        time_budget_s: Seconds from the run's start after which the candidate's worker gets
-            no more request time and no scenario starts (:mod:`evals.harness.worker_link.budget`;
-            a caller with a limit of its own passes one below it); None: no budget.
+        time_budget_s: Seconds of the candidate's own time (its build and its worker's
+            requests) after which it gets no more and no scenario starts
+            (:mod:`evals.harness.worker_link.budget`; a caller with a limit of its own passes
+            one below it); None: no budget.
     """
 
     command: Command

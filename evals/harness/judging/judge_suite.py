@@ -154,7 +154,7 @@ def _finish(
     late = sum(1 for f in skipped if "time budget" in f.reason)
     if late:
         verdict.flags.append(
-            f"stopped early: {late} scenario(s) skipped, the run's time budget spent"
+            f"stopped early: {late} scenario(s) skipped, the candidate's time budget spent"
         )
     if len(skipped) > late:
         verdict.flags.append(
@@ -188,8 +188,8 @@ FAIL_FAST_CODES = frozenset(
 
 
 def _stop(session: Session, results: list[ScenarioResult], *, keep_going: bool) -> Failure | None:
-    """Why the next scenario is skipped: the run's time budget spent, or a repeated crash."""
-    if session.budget is not None and session.budget.spent():
+    """Why the next scenario is skipped: the candidate's time budget spent, or a repeated crash."""
+    if session.budget is not None and session.budget.spent(session.client.request_s):
         return Failure(Code.SKIPPED, "skipped: " + session.budget.reason("before this scenario"))
     return None if keep_going else repeated_crash(results)
 

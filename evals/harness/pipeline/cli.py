@@ -65,8 +65,8 @@ def parser() -> argparse.ArgumentParser:
             "--time-budget",
             type=_positive_seconds,
             metavar="SECONDS",
-            help="after this many seconds the candidate gets no more time and the run ends "
-            "with a verdict (for a caller with a limit of its own)",
+            help="once the candidate's build and calls have taken this many seconds it gets no "
+            "more, and the run ends with a verdict (for a caller with a limit of its own)",
         )
         sp.add_argument(
             "--keep-going",

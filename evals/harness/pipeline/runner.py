@@ -79,7 +79,6 @@ def evaluate(
     ``progress`` hears of each judged scenario; ``notify`` of waits for the device lock.
     """
     start = time.monotonic()
-    budget = Budget.starting_now(settings.time_budget_s) if settings.time_budget_s else None
     kernel = {"path": str(settings.kernel) if settings.kernel else None}
     verdict = Verdict(settings.command, settings.target, settings.suite, kernel, None, "error")
     verdict.settings = settings.to_json()
@@ -118,8 +117,7 @@ def evaluate(
     prepare_s = time.monotonic() - start
     # before anything of the candidate's is compiled: what outlives the run, as it was
     watch = footprint.Watch(settings.cache_dir or default_cache_dir()) if settings.kernel else None
-    before = (rejected, watch)
-    _build_and_judge(verdict, target, settings, suite, before, (progress, notify), budget=budget)
+    _build_and_judge(verdict, target, settings, suite, (rejected, watch), (progress, notify))
     verdict.timing["prepare_s"] = prepare_s
     verdict.timing["wall_s"] = time.monotonic() - start
     return verdict
@@ -132,8 +130,6 @@ def _build_and_judge(
     suite: Suite,
     before: tuple[Failure | None, footprint.Watch | None],
     listeners: tuple[Progress | None, Notify | None],
-    *,
-    budget: Budget | None,
 ) -> None:
     """Build the candidate and judge it; on a CPU target all of it under the device's lock.
 
@@ -169,8 +165,7 @@ def _build_and_judge(
             prebuild = baseline_prebuild.start(target, clean_env=scoring, cache=root)
         built = None if rejected else _build(target, settings, cache, notify)
         builds = (built, prebuild, cache)
-        judging = (listeners, held, budget)
-        _finish(verdict, target, settings, suite, builds, (rejected, watch), judging)
+        _finish(verdict, target, settings, suite, builds, (rejected, watch), listeners, held)
 
 
 def _finish(
@@ -180,17 +175,17 @@ def _finish(
     suite: Suite,
     builds: tuple[BuildResult | None, threading.Thread | None, Path | None],
     before: tuple[Failure | None, footprint.Watch | None],
-    judging: tuple[tuple[Progress | None, Notify | None], LockRecord | None, Budget | None],
+    listeners: tuple[Progress | None, Notify | None],
+    held: LockRecord | None,
 ) -> None:
     """Judge the built candidate (or record why it cannot be judged) and fill the timing.
 
     ``builds``: the candidate's build, the trivial kernel's, still compiling beside it
     (:mod:`evals.harness.static.baseline_prebuild`; waiting for it counts as static checks), and
     the cache both were built in (None: the shared one).
-    ``before``: as :func:`_build_and_judge`'s. ``judging``: the listeners, the device's lock
-    when this run already holds it (a CPU target's) and the run's time budget.
+    ``before``: as :func:`_build_and_judge`'s. ``held``: the device's lock when this run
+    already holds it (a CPU target's).
     """
-    listeners, held, budget = judging
     built, prebuild, cache = builds
     rejected, watch = before
     verdict.build = built.to_json() if built else None
@@ -210,6 +205,7 @@ def _finish(
     else:
         library = built.library if built else None
         scenarios = suite.scenarios
+        budget = Budget.after_build(settings.time_budget_s, built)
         left = judge_locked(
             verdict, target, library, scenarios, tally, listeners, settings, held, budget=budget
         )

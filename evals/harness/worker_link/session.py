@@ -76,7 +76,7 @@ class Session:
     upstream_issue_us: float = 0.0
     """GPU: the slowest median host issue time of any upstream round so far in this run."""
     budget: Budget | None = None
-    """The run's time budget: no scenario starts once it is spent."""
+    """The candidate's time budget: no scenario starts once its worker has spent it."""
 
 
 def unpack(

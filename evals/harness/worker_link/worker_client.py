@@ -117,7 +117,8 @@ class WorkerClient:
         self.left_behind: list[str] = []
         """Files a candidate's worker left in its private folder, over all its starts."""
         self.budget: Budget | None = None
-        """The run's time budget, set on the candidate's worker: no request runs past it."""
+        """The candidate's time budget, set on its worker: no request runs past it (it counts
+        :attr:`request_s`)."""
 
     @property
     def runs_candidate(self) -> bool:
@@ -253,8 +254,9 @@ class WorkerClient:
             raise WorkerFailure(self._death("receiving a request")) from None
         start = time.monotonic()
         end, doing = start + timeout, str(header.get("op", "?"))
-        if self.budget is not None and self.budget.deadline < end:
-            end, doing = max(self.budget.deadline, start + _LAST_REQUEST_S), f"budget:{doing}"
+        left = self.budget.left_s(self.request_s) if self.budget is not None else timeout
+        if left < timeout:
+            end, doing = start + max(left, _LAST_REQUEST_S), f"budget:{doing}"
         try:
             answer, payload = self._receive(end, doing)
         finally:
