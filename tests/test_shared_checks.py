@@ -97,6 +97,7 @@ class _Session:
     target: _Target
     command: str = "bench"
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    budget: None = None  # no time budget (tests/test_time_budget.py has one)
 
 
 @pytest.fixture
