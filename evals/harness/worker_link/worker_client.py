@@ -28,7 +28,7 @@ from evals.worker_entry import WORKER_DIR_ENV
 
 STARTUP_TIMEOUT_S = 180.0
 _LAST_REQUEST_S = 0.5
-"""Seconds a request still gets once the run's budget is spent: an answer already on its way
+"""Seconds a request still gets once the candidate's budget is spent: an answer already on its way
 arrives; the worker's further work does not."""
 
 
