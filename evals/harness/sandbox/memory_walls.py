@@ -22,11 +22,12 @@ upstreams' worker either. The parent holds the worker to the kernel's word:
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["drop_ptrace", "holds_ptrace", "seal", "sealed"]
+__all__ = ["drop_ptrace", "holds_ptrace", "ptrace_held", "seal"]
 
-_PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 3, 4
+_PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 _CAP_SYS_PTRACE = 19
@@ -67,12 +68,6 @@ def seal() -> str:
     )
 
 
-def sealed() -> bool:
-    """Whether this process is non-dumpable."""
-    libc = _libc()
-    return libc is not None and libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
-
-
 def drop_ptrace() -> str:
     """Drop ``CAP_SYS_PTRACE`` from every capability set of this process, for good.
 
@@ -104,17 +99,21 @@ def drop_ptrace() -> str:
 
 
 def holds_ptrace(pid: int) -> bool | None:
-    """Whether process ``pid`` holds ``CAP_SYS_PTRACE`` (effective or permitted), by ``/proc``.
-
-    None where its status cannot be read.
-    """
+    """Whether process ``pid`` holds ``CAP_SYS_PTRACE``, by ``/proc`` (None if unreadable)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return ptrace_held(dict(line.split(":", 1) for line in status.splitlines() if ":" in line))
+
+
+def ptrace_held(status: Mapping[str, str]) -> bool | None:
+    """Whether a process holds ``CAP_SYS_PTRACE`` (effective or permitted), by its status.
+
+    ``status``: the fields of its ``/proc/PID/status``. None if they lack its capability sets.
+    """
     try:
-        sets = [int(fields[name].strip(), 16) for name in ("CapEff", "CapPrm")]
+        sets = [int(status[name].strip(), 16) for name in ("CapEff", "CapPrm")]
     except (KeyError, ValueError):
         return None
     return any(s >> _CAP_SYS_PTRACE & 1 for s in sets)

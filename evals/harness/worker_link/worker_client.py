@@ -227,7 +227,7 @@ class WorkerClient:
         reason = None
         if str(self.protections.get("seccomp", "")).startswith("active") and mode != "2":
             reason = f"the worker claims an active seccomp filter; the kernel says Seccomp {mode}"
-        elif "ptrace" in self.protections and memory_walls.holds_ptrace(self.proc.pid):
+        elif "ptrace" in self.protections and memory_walls.ptrace_held(fields):
             reason = "the worker holds CAP_SYS_PTRACE (it could read the parent's memory)"
         if reason is not None:
             self.close()
