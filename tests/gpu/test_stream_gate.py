@@ -17,6 +17,7 @@ def test_work_behind_a_closed_gate_waits_and_gets_the_payload_written_at_the_ope
     try:
         payload = torch.zeros(4, dtype=torch.int64, device="cuda")
         after = torch.zeros(1, device="cuda")
+        after.add_(0.0)  # loads the add kernel now: a first load behind the gate would hang
         torch.cuda.synchronize()
         device_gate.queue(12345, payload)
         after.add_(1.0)  # queued behind the gate

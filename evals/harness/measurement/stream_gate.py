@@ -145,6 +145,11 @@ class DeviceGate:
 
         ``payload`` is a contiguous CUDA tensor; it receives the gate's first
         ``payload.nbytes`` payload bytes once the parent has opened the gate.
+
+        Every kernel queued behind the gate must have run once in this process before: CUDA
+        loads a kernel's module lazily at its first launch, and that load waits for the
+        device, which waits for the gate, which the parent opens only once the worker says it
+        is armed (seen on an H100: the first ``add_`` behind a closed gate never returned).
         """
         if payload.nbytes > self.size - PAYLOAD_OFFSET or not payload.is_contiguous():
             raise ValueError("the payload must be contiguous and fit the gate")
