@@ -21,6 +21,8 @@
 #   gputests-forge: the timer forges and three honest kernels;
 #   gated: the stream gate's GPU tests, then benchmarks/gpu_gated_batch.py on start.cu,
 #   faster.cu, a forge reporting 0.8 of each call (padded) and its twin, and FA3;
+#   gputests-full: every GPU test in one uninterrupted run (8 workers; the device lock
+#   serialises the timed parts);
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
 #   cheats, then start.cu's, the hostile-process ones and the upstream outliers;
 #   pytest steps stop (printing what failed) at $TEST_LIMIT seconds, default 540)
@@ -54,6 +56,8 @@ for step in "$@"; do
     gputests-all) python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rA --deselect tests/gpu/test_profile_ncu.py 2>&1 | tee "$work/gputests-all.log" | tail -15 ;;
     gputests-cheats) python3 -m pytest -m gpu tests/gpu/test_fa3_cheats.py -q -p no:cacheprovider -rA \
         --durations=10 2>&1 | tee "$work/gputests-cheats.log" | tail -15 ;;
+    gputests-full) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu tests/gpu -n 8 \
+        -p no:cacheprovider -rfEs --durations=30 2>&1 | tee "$work/gputests-full.log" | tail -40 ;;
     gputests-rest) python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rA --durations=10 \
         --deselect tests/gpu/test_profile_ncu.py --ignore tests/gpu/test_fa3_cheats.py \
         2>&1 | tee "$work/gputests-rest.log" | tail -15 ;;
