@@ -28,7 +28,10 @@ CASES = [
     ("host_sync.cu", "bench", PREFILL, Code.FORBIDDEN_SYMBOL, "cudaStreamSynchronize"),
     ("host_roundtrip.cu", "check", PREFILL, Code.TRACE_VIOLATION, "between host and device"),
     ("side_stream_created.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "CUDA stream"),
-    ("side_stream_pooled.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
+    # its side stream may still be writing when the parent reads the poison back (seen with 8
+    # test workers on one H100), or the trace sees the launch on a stream not the caller's
+    ("side_stream_pooled.cu", "check", PREFILL, (Code.TRACE_VIOLATION, Code.UNWRITTEN_OUTPUT),
+     ("not the caller's stream", "never written")),
     ("per_thread_stream.cu", "check", PREFILL, Code.TRACE_VIOLATION, "not the caller's stream"),
     ("background_thread.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "thread creation"),
     ("deferred_host_callback.cu", "check", PREFILL, Code.FORBIDDEN_SYMBOL, "cudaLaunchHostFunc"),
