@@ -57,7 +57,7 @@ for step in "$@"; do
     gputests-cheats) python3 -m pytest -m gpu tests/gpu/test_fa3_cheats.py -q -p no:cacheprovider -rA \
         --durations=10 2>&1 | tee "$work/gputests-cheats.log" | tail -15 ;;
     gputests-full) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu tests/gpu -n "${GPU_WORKERS:-8}" \
-        -p no:cacheprovider -rfEs --durations=30 2>&1 | tee "$work/gputests-full.log" | tail -40 ;;
+        -p no:cacheprovider -v -rfEs --durations=30 2>&1 | tee "$work/gputests-full.log" | grep -E "FAILED|ERROR|passed|failed" | tail -40 ;;
     gputests-rest) python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rA --durations=10 \
         --deselect tests/gpu/test_profile_ncu.py --ignore tests/gpu/test_fa3_cheats.py \
         2>&1 | tee "$work/gputests-rest.log" | tail -15 ;;
