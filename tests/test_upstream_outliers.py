@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from evals.harness import Code
+from evals.harness import Code, get_target
 from evals.harness.judging import host_issue, retime
 from evals.harness.judging import judge_time as judge_module
 from evals.harness.judging import judge_upstreams as up_module
@@ -74,7 +74,7 @@ def _fake_workers(monkeypatch, events, cand_us, up_us):
     monkeypatch.setattr(judge_module, "_check_timed", lambda *a, **k: None)
     monkeypatch.setattr(judge_module, "_plausible", lambda *a: None)
     monkeypatch.setattr(judge_module.wall_check, "check", lambda *a, **k: None)
-    target = SimpleNamespace(device="cpu", timing=TimingSettings(strict_tolerance=1.0),
+    target = SimpleNamespace(device="cpu", timing=get_target("cpu_attention").timing,
                              upstreams=[SimpleNamespace(name="sdpa")])
     return SimpleNamespace(client=events, target=target, upstreams=SimpleNamespace(proc=None),
                            audits={})
@@ -162,10 +162,13 @@ def test_a_failed_check_in_a_retime_fails_the_scenario(monkeypatch):
         # the first upstream figure was an outlier (the issue's 1.65x): quiet side by side,
         # the candidate as fast as first, the upstream far faster -> accepted, the lower counts
         ([10.0], [2.2], True, 0.22),
-        # the candidate slowed alone (state its first process had): rejected after two rounds
-        ([24.0, 24.0], [20.0, 20.0], False, None),
+        # the candidate slowed alone (state its first process had): rejected after four rounds
+        ([24.0] * 4, [20.0] * 4, False, None),
         # once alone (a burst on the candidate's side), then both slow: accepted
         ([24.0, 24.0], [20.0, 48.0], True, 2.0),
+        # load on the candidate's side alone three rounds running (r17 of session 33: an
+        # honest parallel kernel, 2.1x in two), then a round that clears it: accepted
+        ([24.0, 25.0, 23.0, 12.0], [20.0] * 4, True, 20.0 / 12.0),
     ],
 )
 def test_the_strict_rerun_judges_ratios_measured_side_by_side(
@@ -173,7 +176,7 @@ def test_the_strict_rerun_judges_ratios_measured_side_by_side(
 ):
     events = _Events()
     session = _fake_workers(monkeypatch, events, {"s": list(cand)}, {"s": list(ups)})
-    session.target.timing = TimingSettings(strict_tolerance=0.25)
+    session.target.timing = TimingSettings(strict_tolerance=0.25, strict_rounds=4)
     result = _result("s", 10.0, 20.0)
     failure = up_module._strict_rerun(session, result.scenario, result)
     kinds = [e if isinstance(e, str) else e[0] for e in events.log]
@@ -185,6 +188,28 @@ def test_the_strict_rerun_judges_ratios_measured_side_by_side(
     else:
         assert failure is not None and failure.code == Code.IMPLAUSIBLE
         assert "slowed alone" in failure.reason
+
+
+def test_the_strict_rejection_quotes_the_round_nearest_to_clearing_the_candidate(monkeypatch):
+    events = _Events()
+    # slowed alone in every round; in the third the machine slowed too (sdpa 30 over its best
+    # 20), so that round's 33 us is the candidate's smallest slow-down (2.2x over the machine)
+    session = _fake_workers(monkeypatch, events, {"s": [26.0, 25.0, 33.0, 27.0]},
+                            {"s": [20.0, 20.0, 30.0, 20.0]})
+    result = _result("s", 10.0, 20.0)
+    failure = up_module._strict_rerun(session, result.scenario, result)
+    assert failure is not None and failure.code == Code.IMPLAUSIBLE
+    assert "in each of 4 side-by-side rounds" in failure.reason
+    assert "at best 33.0 us instead of 10.0 us while sdpa, timed right after, took 30.0 us" \
+        in failure.reason
+    assert [r["after_us"]["candidate"] for r in result.timing["retimes"]] == [26, 25, 33, 27]
+
+
+def test_the_cpu_target_takes_four_strict_rounds_and_no_target_more_than_the_seeds_allow():
+    assert get_target("cpu_attention").timing.strict_rounds == 4
+    assert get_target("fa3_hopper").timing.strict_rounds == 2  # device time: no load on it
+    with pytest.raises(ValueError, match="strict_rounds must be 1 to 4"):
+        TimingSettings(strict_rounds=len(up_module.STRICT_ROUNDS) + 1)
 
 
 @pytest.mark.parametrize(

@@ -18,17 +18,21 @@ from evals.harness.failures import Code, Failure
 from evals.harness.judging import host_issue, judge_time, retime
 from evals.harness.judging.timing_record import add_figures, flag_suspicious, settled
 from evals.harness.measurement.gpu import release_cached_memory
-from evals.harness.measurement.timing import TimingStats
+from evals.harness.measurement.timing import MAX_STRICT_ROUNDS, TimingStats
 from evals.harness.sandbox.process_tree import outlived, reap_strays
 from evals.harness.scenarios import Scenario
 from evals.harness.verdict.record import ScenarioResult, geomean
 from evals.harness.worker_link.session import Progress, Session
 from evals.harness.worker_link.worker_client import WorkerFailure
 
-STRICT_ROUNDS = (judge_time.TIMING_ATTEMPTS, judge_time.TIMING_ATTEMPTS + 4)
+STRICT_ROUNDS = tuple(judge_time.TIMING_ATTEMPTS + k for k in (0, 4, 6, 7))
 """Timing rounds (their seeds) of the strict re-run's side-by-side rounds, one after another
-until one clears the candidate (noise rarely lands on the candidate's side alone twice).
-Rounds 0 and 1 are the candidate's first; every round number has inputs of its own."""
+until one clears the candidate; a target takes the first ``timing.strict_rounds`` of them.
+State that only the first process had slows every fresh process alike, while load lands on
+the candidate's side alone by chance (a kernel that splits a tiny call over threads spins
+while a partner waits for a core). Rounds 0 and 1 are the candidate's first; every round
+number has inputs of its own."""
+assert len(STRICT_ROUNDS) == MAX_STRICT_ROUNDS
 UPSTREAM_RETIME_ROUND = judge_time.TIMING_ATTEMPTS + 1
 """The upstreams' re-time of a round that did not converge."""
 SPREAD_ROUND = judge_time.TIMING_ATTEMPTS + 2
@@ -318,7 +322,7 @@ def _pattern_upstreams(
 def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) -> Failure | None:
     """A speedup over :data:`SUSPICIOUS_SPEEDUP` x the fastest upstream is re-judged strictly.
 
-    Side by side, up to ``len(STRICT_ROUNDS)`` times: the candidate in a
+    Side by side, up to the target's ``timing.strict_rounds`` times: the candidate in a
     fresh worker process on new inputs, with every kept timed output verified (up to
     :data:`STRICT_CHECKS_PER_SET` per input set) and its figures held to the parent's clock
     (``checks['strict_wall_clock']``), then, that process killed, the upstreams on the same
@@ -336,7 +340,9 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
     first = result.times["candidate"].median_us
     best = result.times[fastest].median_us
     tolerance = session.target.timing.strict_tolerance
-    for attempt in STRICT_ROUNDS:
+    rounds = STRICT_ROUNDS[: session.target.timing.strict_rounds]
+    slowed: list[tuple[float, float, float]] = []  # (candidate, upstream, its best) per round
+    for attempt in rounds:
         side, failure = _side_by_side(
             session,
             result,
@@ -350,14 +356,8 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
         up = side.times[fastest].median_us if fastest in side.times else best
         before = {"candidate": first, fastest: best}
         best = min(best, up)
-        alone = retime.slowed_alone(
-            first_us=first,
-            again_us=again,
-            upstream_us=up,
-            upstream_best_us=best,
-            tolerance=tolerance,
-        )
-        if not alone:
+        figures = {"first_us": first, "again_us": again, "upstream_us": up}
+        if not retime.slowed_alone(**figures, upstream_best_us=best, tolerance=tolerance):
             counted, failure = _count_lower(session, result, side, why="strict re-run")
             result.checks["strict_rerun"] = (
                 f"passed: {speedup:.2f}x over {fastest} re-timed side by side in a fresh "
@@ -366,19 +366,34 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
                 f"counted: {counted}"
             )
             return failure
+        after = {"candidate": again, fastest: up}
+        none = "none: the candidate slowed alone"
         result.timing.setdefault("retimes", []).append(
-            retime.Retime(
-                "strict re-run",
-                "both",
-                before,
-                {"candidate": again, fastest: up},
-                "none: the candidate slowed alone",
-            ).to_json()
+            retime.Retime("strict re-run", "both", before, after, none).to_json()
         )
+        slowed.append((again, up, best))
+    return _slowed_alone_failure(speedup, fastest, first, slowed)
+
+
+def _slowed_alone_failure(
+    speedup: float, fastest: str, first: float, slowed: list[tuple[float, float, float]]
+) -> Failure:
+    """The strict re-run's rejection, quoting the round nearest to clearing the candidate.
+
+    ``slowed``: each round's (candidate, upstream, upstream's best) figures, microseconds.
+    """
+
+    def excess(round_: tuple[float, float, float]) -> float:
+        again, up, best = round_
+        return retime.slow_down(
+            first_us=first, again_us=again, upstream_us=up, upstream_best_us=best
+        )
+
+    again, up, best = min(slowed, key=excess)
     reason = (
-        f"{speedup:.2f}x over {fastest}, but a fresh process timed the candidate at "
-        f"{again:.1f} us instead of {first:.1f} us while {fastest}, timed right after, took "
-        f"{up:.1f} us (best {best:.1f} us): the candidate slowed alone, in "
-        f"{len(STRICT_ROUNDS)} side-by-side rounds"
+        f"{speedup:.2f}x over {fastest}, but in each of {len(slowed)} side-by-side rounds a "
+        f"fresh process timed the candidate slower than the machine's own slow-down explains; "
+        f"at best {again:.1f} us instead of {first:.1f} us while {fastest}, timed right after, "
+        f"took {up:.1f} us (best {best:.1f} us): the candidate slowed alone"
     )
     return Failure(Code.IMPLAUSIBLE, reason)

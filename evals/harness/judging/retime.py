@@ -15,7 +15,8 @@ alone rejected an honest kernel whose first upstream figure had been such an out
 - a re-time never raises a speedup: of the first figures and the side-by-side ones, the pair
   with the lower speedup counts;
 - the strict re-run rejects only when the candidate slowed in a fresh process by more than
-  the upstream's own figures show the machine slowed, in every side-by-side round.
+  the upstream's own figures show the machine slowed, in every one of its side-by-side rounds
+  (four: load lands on one side by chance, state only the first process had slows them all).
 """
 
 from __future__ import annotations
@@ -139,6 +140,19 @@ class Side:
     headers: list[dict[str, Any]] = field(default_factory=list)
 
 
+def slow_down(
+    *, first_us: float, again_us: float, upstream_us: float, upstream_best_us: float
+) -> float:
+    """How much more the candidate slowed in a fresh process than the machine did (a ratio).
+
+    The machine's slow-down is the upstream's figure in the same side-by-side round over its
+    best figure on this scenario (load only adds time); the candidate's is its fresh figure
+    over its first. Ratios, not absolute times: both slowing together gives 1 or less.
+    """
+    machine = max(1.0, upstream_us / upstream_best_us) if upstream_best_us > 0 else 1.0
+    return again_us / (machine * first_us) if first_us > 0 else float("inf")
+
+
 def slowed_alone(
     *,
     first_us: float,
@@ -147,12 +161,6 @@ def slowed_alone(
     upstream_best_us: float,
     tolerance: float,
 ) -> bool:
-    """Whether the candidate slowed in a fresh process by more than the machine did.
-
-    The machine's slow-down is the upstream's figure in the same side-by-side round over its
-    best figure on this scenario (load only adds time); the candidate's is its fresh figure
-    over its first. It slowed alone when its slow-down exceeds the machine's by more than
-    ``tolerance`` (0.25 = 25%). Ratios, not absolute times: both slowing together passes.
-    """
-    machine = max(1.0, upstream_us / upstream_best_us) if upstream_best_us > 0 else 1.0
-    return again_us > (1.0 + tolerance) * machine * first_us
+    """Whether :func:`slow_down` is over 1 by more than ``tolerance`` (0.25: 25%)."""
+    figures = {"first_us": first_us, "again_us": again_us, "upstream_us": upstream_us}
+    return slow_down(**figures, upstream_best_us=upstream_best_us) > 1.0 + tolerance

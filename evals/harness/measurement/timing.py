@@ -29,6 +29,10 @@ _MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2.0)
 _MAD_TO_SIGMA = 1.4826
 
 
+MAX_STRICT_ROUNDS = 4
+"""The most side-by-side rounds a strict re-run may take (each has inputs of its own)."""
+
+
 @dataclass(frozen=True)
 class TimingSettings:
     """Settings of the adaptive timing loop.
@@ -54,6 +58,9 @@ class TimingSettings:
             suspicious speedup (a fresh process, the upstreams timed right after it) than the
             machine did, as the upstream's figures show it (0.25 = 25%; see
             :func:`evals.harness.judging.retime.slowed_alone`).
+        strict_rounds: Side-by-side rounds the strict re-run may take before it rejects a
+            candidate that slowed alone in each (1 to :data:`MAX_STRICT_ROUNDS`; more where
+            load can land on the candidate's side alone, as on a shared CPU's cores).
         accept_rse: A round that stopped on its time cap or trial bound is kept, with no
             second round on fresh inputs, when every implementation's relative standard error
             is at most this (0: only a converged round is; see :func:`settled`).
@@ -71,7 +78,12 @@ class TimingSettings:
     spin_max_us: float = 20_000.0
     spin_factor: float = 2.0
     strict_tolerance: float = 0.25
+    strict_rounds: int = 2
     accept_rse: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.strict_rounds <= MAX_STRICT_ROUNDS:
+            raise ValueError(f"strict_rounds must be 1 to {MAX_STRICT_ROUNDS}")
 
 
 BeforeCall = Callable[[str, int, int], None]

@@ -123,6 +123,9 @@ class CpuAttention(Target):
                 fresh_queries=True,
                 latency_rounds=0,  # on the CPU, device time is the call's wall time
                 strict_tolerance=1.0,  # a shared CPU's timings move more than a GPU's
+                # load lands on one side by chance: an honest kernel that splits a tiny call
+                # over threads slowed alone twice running beside another test run (2.1x)
+                strict_rounds=4,
                 accept_rse=0.02,  # a capped round within 2% is kept: no second one
             ),
             limits=WorkerLimits(call_timeout_s=60.0, memory_limit_bytes=8 << 30),
