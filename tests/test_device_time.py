@@ -387,7 +387,7 @@ def test_a_suspicious_speedup_is_rejudged_side_by_side_in_a_fresh_process(
     # the upstream, timed right after the fresh process, takes what it took first: so the
     # candidate's own slow-down is judged (12.6 us against 10: over the 25% tolerance)
     events, walls = [], []
-    n = session_rounds = 2  # a GPU target's two rounds (the settings' default)
+    n = 2  # a GPU target's two rounds (the settings' default)
     session = _strict_session(monkeypatch, events, [again_us] * n, [20.0] * n, walls)
     result = ScenarioResult(Scenario("s", {}))
     result.times = {"candidate": _stats(10.0), "sdpa": _stats(20.0), "other": _stats(30.0)}
@@ -410,7 +410,7 @@ def test_a_suspicious_speedup_is_rejudged_side_by_side_in_a_fresh_process(
     else:
         assert failure is not None and failure.code == Code.IMPLAUSIBLE
         assert "fresh process" in failure.reason and "slowed alone" in failure.reason
-        assert len(result.timing["retimes"]) == session_rounds
+        assert len(result.timing["retimes"]) == n
 
 
 def test_an_ordinary_speedup_is_not_rejudged():

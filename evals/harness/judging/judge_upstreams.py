@@ -356,8 +356,14 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
         up = side.times[fastest].median_us if fastest in side.times else best
         before = {"candidate": first, fastest: best}
         best = min(best, up)
-        figures = {"first_us": first, "again_us": again, "upstream_us": up}
-        if not retime.slowed_alone(**figures, upstream_best_us=best, tolerance=tolerance):
+        alone = retime.slowed_alone(
+            first_us=first,
+            again_us=again,
+            upstream_us=up,
+            upstream_best_us=best,
+            tolerance=tolerance,
+        )
+        if not alone:
             counted, failure = _count_lower(session, result, side, why="strict re-run")
             result.checks["strict_rerun"] = (
                 f"passed: {speedup:.2f}x over {fastest} re-timed side by side in a fresh "
@@ -366,10 +372,14 @@ def _strict_rerun(session: Session, scenario: Scenario, result: ScenarioResult) 
                 f"counted: {counted}"
             )
             return failure
-        after = {"candidate": again, fastest: up}
-        none = "none: the candidate slowed alone"
         result.timing.setdefault("retimes", []).append(
-            retime.Retime("strict re-run", "both", before, after, none).to_json()
+            retime.Retime(
+                "strict re-run",
+                "both",
+                before,
+                {"candidate": again, fastest: up},
+                "none: the candidate slowed alone",
+            ).to_json()
         )
         slowed.append((again, up, best))
     return _slowed_alone_failure(speedup, fastest, first, slowed)
@@ -382,14 +392,12 @@ def _slowed_alone_failure(
 
     ``slowed``: each round's (candidate, upstream, upstream's best) figures, microseconds.
     """
-
-    def excess(round_: tuple[float, float, float]) -> float:
-        again, up, best = round_
-        return retime.slow_down(
-            first_us=first, again_us=again, upstream_us=up, upstream_best_us=best
-        )
-
-    again, up, best = min(slowed, key=excess)
+    again, up, best = min(
+        slowed,
+        key=lambda r: retime.slow_down(
+            first_us=first, again_us=r[0], upstream_us=r[1], upstream_best_us=r[2]
+        ),
+    )
     reason = (
         f"{speedup:.2f}x over {fastest}, but in each of {len(slowed)} side-by-side rounds a "
         f"fresh process timed the candidate slower than the machine's own slow-down explains; "

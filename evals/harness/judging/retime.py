@@ -162,5 +162,10 @@ def slowed_alone(
     tolerance: float,
 ) -> bool:
     """Whether :func:`slow_down` is over 1 by more than ``tolerance`` (0.25: 25%)."""
-    figures = {"first_us": first_us, "again_us": again_us, "upstream_us": upstream_us}
-    return slow_down(**figures, upstream_best_us=upstream_best_us) > 1.0 + tolerance
+    excess = slow_down(
+        first_us=first_us,
+        again_us=again_us,
+        upstream_us=upstream_us,
+        upstream_best_us=upstream_best_us,
+    )
+    return excess > 1.0 + tolerance
