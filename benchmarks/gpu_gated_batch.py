@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import random
 import select
 import statistics
@@ -53,6 +55,8 @@ SPIN_US = 400.0
 ARM_TIMEOUT_S = 30.0
 """A child not armed by then is stuck behind the closed gate (a call that waits for the device);
 the parent opens the gate and the batch counts as not gated."""
+MAX_CALLS = 128
+"""Most calls in one gated batch (their outputs are held until the batch ends)."""
 HOLD_S = 0.02
 """The parent waits this long between the child's ``armed`` and the opening: a batch that
 ran without waiting for the gate is done by then and shows as a near-empty interval."""
@@ -131,20 +135,21 @@ def scenario_row(child: Child, gate: Gate, scenario: Any, args: argparse.Namespa
     """Median device time, gated U and their ratio for one scenario."""
     prepared = _required(child.ask(op="prepare", scenario=scenario.to_json(), seed=args.seed))
     overhead = ping(child)
+    median_us = float(prepared["median_us"])
+    # Enough calls that the kernels fill --batch-us: the flushes' and the channel's jitter,
+    # tens of us a batch, then stays a small share of what the batch measures.
+    n = min(MAX_CALLS, max(args.calls, math.ceil(args.batch_us / max(median_us, 1.0))))
     per_call: list[float] = []
     gated = True
     for _ in range(args.batches):
-        calls, ok1 = gated_batch(child, gate, n=args.calls, null=False,
-                                 numel=prepared["numel"], rng=rng)  # fmt: skip
-        empty, ok2 = gated_batch(child, gate, n=args.calls, null=True,
-                                 numel=prepared["numel"], rng=rng)  # fmt: skip
+        calls, ok1 = gated_batch(child, gate, n=n, null=False, numel=prepared["numel"], rng=rng)
+        empty, ok2 = gated_batch(child, gate, n=n, null=True, numel=prepared["numel"], rng=rng)
         gated = gated and ok1 and ok2
-        per_call.append((calls - empty) / args.calls * 1e6)
+        per_call.append((calls - empty) / n * 1e6)
     u_us = min(per_call)
-    median_us = float(prepared["median_us"])
     return {"scenario": scenario.id, "median_us": median_us, "gated_us": u_us,
-            "ratio": u_us / median_us, "batches_us": per_call, "ping_us": overhead * 1e6,
-            "gated": gated}  # fmt: skip
+            "ratio": u_us / median_us, "batches_us": per_call, "calls": n,
+            "ping_us": overhead * 1e6, "gated": gated}  # fmt: skip
 
 
 def parent(args: argparse.Namespace) -> int:
@@ -274,7 +279,13 @@ class _Worker:
 
 
 def serve(gate_fd: int, library: str | None, upstream: str | None) -> int:
-    """The child: answer line-JSON requests on stdin until it closes."""
+    """The child: answer line-JSON requests on stdin until it closes.
+
+    The answers go out on a private copy of stdout; fd 1 then points at stderr, so whatever the
+    kernel prints (a forge announcing itself) cannot corrupt the channel.
+    """
+    channel = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     worker = _Worker(gate_fd, library, upstream)
     for line in sys.stdin:
         req = json.loads(line)
@@ -289,7 +300,7 @@ def serve(gate_fd: int, library: str | None, upstream: str | None) -> int:
                 answer = {"pong": True}
         except Exception as exc:  # said to the parent, which stops
             answer = {"error": f"{type(exc).__name__}: {exc}"}
-        print(json.dumps(answer), flush=True)
+        print(json.dumps(answer), file=channel, flush=True)
     return 0
 
 
@@ -301,7 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--upstream", help="an upstream judged as the candidate (fa3)")
     parser.add_argument("--suite", default="smoke")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--calls", type=int, default=16, help="calls per gated batch")
+    parser.add_argument("--calls", type=int, default=16, help="fewest calls per gated batch")
+    parser.add_argument(
+        "--batch-us",
+        type=float,
+        default=2000.0,
+        help="kernel time a batch should hold, us (more calls for short kernels)",
+    )
     parser.add_argument("--batches", type=int, default=3, help="gated batches per scenario")
     parser.add_argument("--out", default="results/measurements/gated")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
