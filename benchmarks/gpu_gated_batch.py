@@ -29,6 +29,7 @@ Usage (H100/H200; FA3 importable for ``--upstream fa3``)::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -99,12 +100,17 @@ class Child:
         self.proc.wait(timeout=60)
 
 
-def gated_batch(child: Child, gate: Gate, *, n: int, null: bool, numel: int,
-                rng: random.Random) -> tuple[float, bool]:  # fmt: skip
-    """One batch: arm, hold, open, finish. Returns (seconds on the parent's clock, gated)."""
+def gated_batch(child: Child, gate: Gate, *, n: int, null: bool, numel: int, events: bool,
+                rng: random.Random) -> tuple[float, bool, dict[str, Any]]:  # fmt: skip
+    """One batch: arm, hold, open, finish.
+
+    Returns:
+        Seconds on the parent's clock, whether the batch was gated, the child's last answer.
+    """
     token = rng.randrange(1, 2**32)
     offsets = [rng.randint(0, numel) for _ in range(n)]
-    armed = child.ask(op="arm", n=n, null=null, token=token, timeout_s=ARM_TIMEOUT_S)
+    armed = child.ask(op="arm", n=n, null=null, token=token, events=events,
+                      timeout_s=ARM_TIMEOUT_S)  # fmt: skip
     time.sleep(HOLD_S)
     start = gate.open(token, b"".join(o.to_bytes(8, "little") for o in offsets))
     if armed is None:  # a call waited for the device, behind the closed gate
@@ -112,7 +118,8 @@ def gated_batch(child: Child, gate: Gate, *, n: int, null: bool, numel: int,
     answer = child.ask(op="finish")
     seconds = time.perf_counter() - start
     gate.shut()
-    return seconds, armed is not None and _required(answer)["offsets"] == offsets[:2]
+    answer = _required(answer)
+    return seconds, armed is not None and answer["offsets"] == offsets[:2], answer
 
 
 def _required(answer: dict[str, Any] | None) -> dict[str, Any]:
@@ -141,19 +148,26 @@ def scenario_row(child: Child, gate: Gate, scenario: Any, args: argparse.Namespa
     # tens of us a batch, then stays a small share of what the batch measures.
     n = min(MAX_CALLS, max(args.calls, math.ceil(args.batch_us / max(median_us, 1.0))))
     per_call: list[float] = []
+    in_batch: list[dict[str, Any]] = []
     gated = True
     for _ in range(args.batches):
-        calls, ok1 = gated_batch(child, gate, n=n, null=False, numel=prepared["numel"], rng=rng)
-        empty, ok2 = gated_batch(child, gate, n=n, null=True, numel=prepared["numel"], rng=rng)
+        calls, ok1, seen = gated_batch(child, gate, n=n, null=False, numel=prepared["numel"],
+                                       events=args.events, rng=rng)  # fmt: skip
+        empty, ok2, _ = gated_batch(child, gate, n=n, null=True, numel=prepared["numel"],
+                                    events=False, rng=rng)  # fmt: skip
         gated = gated and ok1 and ok2
         per_call.append((calls - empty) / n * 1e6)
+        in_batch.append({k: seen[k] for k in ("call_us", "step_us") if k in seen})
     # The median of paired batches: one slow empty batch (s35f: a ratio of -0.23) or one slow
     # batch of calls moves it no more than it moves any other batch, where the fastest batch
     # would hand a forge every low outlier.
     u_us = statistics.median(per_call)
-    return {"scenario": scenario.id, "median_us": median_us, "gated_us": u_us,
-            "ratio": u_us / median_us, "batches_us": per_call, "calls": n,
-            "ping_us": overhead * 1e6, "gated": gated}  # fmt: skip
+    row = {"scenario": scenario.id, "median_us": median_us, "gated_us": u_us,
+           "ratio": u_us / median_us, "batches_us": per_call, "calls": n,
+           "ping_us": overhead * 1e6, "gated": gated}  # fmt: skip
+    if args.events:
+        row["in_batch"] = in_batch
+    return row
 
 
 def parent(args: argparse.Namespace) -> int:
@@ -253,8 +267,12 @@ class _Worker:
                       "positions": positions}  # fmt: skip
         return {"numel": q.numel(), "median_us": statistics.median(times)}
 
-    def arm(self, n: int, null: bool, token: int) -> dict[str, Any]:
-        """Queue ``n`` flushed, flipped calls (none when ``null``) behind the gate."""
+    def arm(self, n: int, null: bool, token: int, events: bool) -> dict[str, Any]:
+        """Queue ``n`` flushed, flipped calls (none when ``null``) behind the gate.
+
+        With ``events``, CUDA events also bracket each call and each step (flush, flip, call):
+        where a gated batch's time goes, inside the calls or between them.
+        """
         import torch
 
         from evals.harness.clock_checks.query_flips import flip_at
@@ -262,24 +280,48 @@ class _Worker:
         st = self.state
         offsets = torch.zeros(n, dtype=torch.int64, device="cuda")
         self.gate.queue(token, offsets)
-        outputs = []
+        outputs, marks = [], []
         for i in range(n):
             j = i % SETS
+            step = _event() if events else None
             self.flush.zero_()
             flip_at(st["sets"][j]["q"], st["bases"][j], st["mask"], offsets, i, st["positions"])
             if not null:
+                begin = _event() if events else None
                 outputs.append(st["calls"][j]())
-        st["offsets"], st["outputs"] = offsets, outputs
+                if events:
+                    marks.append((step, begin, _event()))
+        st["offsets"], st["outputs"], st["marks"] = offsets, outputs, marks
         return {"armed": True}
 
     def finish(self) -> dict[str, Any]:
-        """Wait for the device; the first two offsets the device received."""
+        """Wait for the device; the first two offsets the device received.
+
+        With events, also the median call and the median step (flush, flip, call: from one
+        step's start to the next's), us.
+        """
         import torch
 
         torch.cuda.synchronize()
         offsets = self.state.pop("offsets")[:2].tolist()
         self.state.pop("outputs")
-        return {"offsets": offsets}
+        marks = self.state.pop("marks")
+        answer: dict[str, Any] = {"offsets": offsets}
+        if marks:
+            calls = [b.elapsed_time(e) * 1e3 for _, b, e in marks]
+            steps = [a[0].elapsed_time(b[0]) * 1e3 for a, b in itertools.pairwise(marks)]
+            answer["call_us"] = statistics.median(calls)
+            answer["step_us"] = statistics.median(steps) if steps else None
+        return answer
+
+
+def _event() -> Any:
+    """A recorded CUDA event with timing, on the current stream."""
+    import torch
+
+    event = torch.cuda.Event(enable_timing=True)
+    event.record()
+    return event
 
 
 def serve(gate_fd: int, library: str | None, upstream: str | None) -> int:
@@ -297,7 +339,9 @@ def serve(gate_fd: int, library: str | None, upstream: str | None) -> int:
             if req["op"] == "prepare":
                 answer = worker.prepare(req["scenario"], int(req["seed"]))
             elif req["op"] == "arm":
-                answer = worker.arm(int(req["n"]), bool(req["null"]), int(req["token"]))
+                answer = worker.arm(
+                    int(req["n"]), bool(req["null"]), int(req["token"]), bool(req["events"])
+                )
             elif req["op"] == "finish":
                 answer = worker.finish()
             else:
@@ -324,6 +368,11 @@ def main(argv: list[str] | None = None) -> int:
         help="kernel time a batch should hold, us (more calls for short kernels)",
     )
     parser.add_argument("--batches", type=int, default=5, help="gated batches per scenario")
+    parser.add_argument(
+        "--events",
+        action="store_true",
+        help="bracket each call and step of a batch with CUDA events (diagnosis)",
+    )
     parser.add_argument("--out", default="results/measurements/gated")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--gate-fd", type=int, help=argparse.SUPPRESS)

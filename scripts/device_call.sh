@@ -20,7 +20,8 @@
 #   rows-start / rows-faster: one kernel's fa3_hopper rows (dev, 3 epochs) through Inspect;
 #   gputests-forge: the timer forges and three honest kernels;
 #   gated: the stream gate's GPU tests, then benchmarks/gpu_gated_batch.py on start.cu,
-#   faster.cu, a forge reporting 0.8 of each call (padded) and its twin, and FA3;
+#   faster.cu, a forge reporting 0.8 of each call (padded) and its twin, and FA3 (more
+#   arguments in $GATED_ARGS, e.g. "--events --batch-us 5000");
 #   gputests-full: every GPU test in one uninterrupted run (8 workers; the device lock
 #   serialises the timed parts);
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
@@ -128,9 +129,9 @@ import gpu_forge_gain as f; f.variants(Path('$g/kernels'), keep=0.8, hide_us=0, 
       for k in kernels/fa3_hopper/start.cu tests/data/fa3_hopper/faster.cu \
           "$g/kernels/forge_padded.cu" "$g/kernels/forge_twin.cu"; do
         timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_gated_batch.py --kernel "$k" \
-          --out "$g" > "$g/$(basename "$k" .cu).log" 2>&1; echo "$k rc=$?"; tail -1 "$g/$(basename "$k" .cu).log"
+          --out "$g" ${GATED_ARGS:-} > "$g/$(basename "$k" .cu).log" 2>&1; echo "$k rc=$?"; tail -1 "$g/$(basename "$k" .cu).log"
       done
-      python3 benchmarks/gpu_gated_batch.py --upstream fa3 --out "$g" > "$g/fa3.log" 2>&1
+      python3 benchmarks/gpu_gated_batch.py --upstream fa3 --out "$g" ${GATED_ARGS:-} > "$g/fa3.log" 2>&1
       echo "fa3 rc=$?"; tail -1 "$g/fa3.log" ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;
     *) echo "unknown step $step" ;;
