@@ -9,7 +9,10 @@
 #   gputests-static, gputests-honest, gputests-integrity, faster-dev, rows, ncu,
 #   fa4-support (which dev/full scenarios and draws FA4 runs here: benchmarks/fa4_support.py),
 #   fa4-dry (fa4_blackwell's dry run on this Hopper GPU: FA4 self-check and start.cu, dev),
-#   fa4-self (the FA4 self-check of fa4-dry alone),
+#   fa4-self (the FA4 self-check of fa4-dry alone, $FA4_RUNS times, default 1),
+#   fa4-self-cache (fa4-self with FA4's disk cache of compiled kernels on, in /tmp: the first
+#   run fills it, later ones load from it; does it cut the repeated compiles, and does FA4's
+#   timing or host issue move with it),
 #   fa4-full (start.cu on the fa4 full suite, dry run), fa4-gputests (tests/gpu/test_fa4_dry_run.py),
 #   fa4-rows (tasks/fa4_blackwell through Inspect, dry run, a scripted agent replaying start.cu);
 #   concurrency-124 (benchmarks/concurrency.py on fa3_hopper: 1, 2, then 4 agents; any digits;
@@ -93,7 +96,13 @@ for step in "$@"; do
         | grep -E "SUMMARY|NOTE|Error|error" ;;
     fa4-self)
       KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/gpu_target.py --target fa4_blackwell \
-        --out "$work/fa4-dry" selfcheck-dev 2>&1 | tee "$work/fa4-self.log" | grep -E "SUMMARY|NOTE|rror" ;;
+        --out "$work/fa4-dry" "selfcheck-dev*${FA4_RUNS:-1}" 2>&1 | tee "$work/fa4-self.log" \
+        | grep -E "SUMMARY|NOTE|rror" ;;
+    fa4-self-cache)  # the same with FA4's own disk cache of compiled kernels (off by default)
+      FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4-cute-cache \
+      KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/gpu_target.py --target fa4_blackwell \
+        --out "$work/fa4-cache" "selfcheck-dev*${FA4_RUNS:-1}" 2>&1 | tee "$work/fa4-self-cache.log" \
+        | grep -E "SUMMARY|NOTE|rror" ;;
     fa4-full)
       KERNELSEEK_FA4_ARCH=sm_90a python3 benchmarks/gpu_target.py --target fa4_blackwell \
         --out "$work/fa4-dry" start-full 2>&1 | tee "$work/fa4-full.log" | grep -E "SUMMARY|NOTE|rror" ;;
