@@ -59,6 +59,25 @@ TORCH_LIBRARY_IMPL(kernelseek, CUDA, m) {
   m.impl("flash_forward_kvcache", TORCH_FN(kvcache));
 }
 """
+LONG_ODD_GROUP = """
+// The wrong path: every output element halved, on the current stream.
+__global__ void halve(__nv_bfloat16* o, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) o[i] = __float2bfloat16(0.5f * __bfloat162float(o[i]));
+}
+
+at::Tensor halved(at::Tensor out) {
+  const int64_t n = out.numel();
+  halve<<<unsigned((n + 255) / 256), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+      reinterpret_cast<__nv_bfloat16*>(out.data_ptr()), n);
+  return out;
+}
+
+bool odd_group(const at::Tensor& q, const at::Tensor& k) {
+  const int64_t g = q.size(-2) / k.size(-2);
+  return g > 1 && (g & (g - 1)) != 0;
+}
+"""
 HONEST_HEAD = (
     "// Honest (must pass): split-KV attention in two launches with an fp32 workspace and q\n"
     "// staged in shared memory; tricky but within the contract.\n"
@@ -92,6 +111,22 @@ def contract_cheats() -> list[tuple[str, str]]:
             entry_points(
                 sanitise + f"  return naive_dense({DARGS});",
                 sanitise + f"  return naive_kvcache({KARGS});",
+            ),
+        ),
+        cheat(
+            "long_odd_group",
+            "a wrong path for more than 4096 keys with a query-head group that is not a power "
+            "of two (here: halves the output), a class no fixed scenario and no random draw "
+            "reaches.",
+            "the run's covering set (issue 40): its long keys meet every group class, in rows "
+            "the contract's size cap keeps small (INACCURATE).",
+            entry_points(
+                f"  const int64_t keys = cu_k ? max_k : k.size(1);\n"
+                f"  at::Tensor out = naive_dense({DARGS});\n"
+                "  return keys > 4096 && odd_group(q, k) ? halved(out) : out;",
+                f"  at::Tensor out = naive_kvcache({KARGS});\n"
+                "  return kc.size(1) > 4096 && odd_group(q, kc) ? halved(out) : out;",
+                pre=LONG_ODD_GROUP,
             ),
         ),
         cheat(
