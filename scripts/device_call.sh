@@ -51,6 +51,8 @@ gpu_test_files() {
   local first="tests/gpu/test_profile_ncu.py tests/gpu/test_hostile_process_gpu.py tests/gpu/test_fa3_cheats.py"
   echo $first; ls tests/gpu/test_*.py | grep -vxF -f <(tr ' ' '\n' <<< "$first")
 }
+# gputests-full less the files named in $GPU_SKIP (space-separated paths)
+gpu_test_files_kept() { gpu_test_files | tr ' ' '\n' | grep -vxF -f <(tr ' ' '\n' <<< "${GPU_SKIP:-}" | grep .) ; }
 work=/tmp/$tag; mkdir -p "$work"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$work/gpu.csv"
 for step in "$@"; do
@@ -66,7 +68,7 @@ for step in "$@"; do
     gputests-all) python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rA --deselect tests/gpu/test_profile_ncu.py 2>&1 | tee "$work/gputests-all.log" | tail -15 ;;
     gputests-cheats) python3 -m pytest -m gpu tests/gpu/test_fa3_cheats.py -q -p no:cacheprovider -rA \
         --durations=10 2>&1 | tee "$work/gputests-cheats.log" | tail -15 ;;
-    gputests-full) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu $(gpu_test_files) -n "${GPU_WORKERS:-8}" \
+    gputests-full) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu $(gpu_test_files_kept) -n "${GPU_WORKERS:-8}" \
         -p no:cacheprovider -v -rfEs --durations=30 2>&1 | tee "$work/gputests-full.log" | grep -E "FAILED|ERROR|passed|failed" | tail -40 ;;
     gputests-rest) python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rA --durations=10 \
         --deselect tests/gpu/test_profile_ncu.py --ignore tests/gpu/test_fa3_cheats.py \
