@@ -18,21 +18,28 @@ same process (flush, spin, events; what a candidate reports). ``U / median`` is 
 of the reported share for a forged timer (``timer_forge_padded.cu`` as
 ``benchmarks/gpu_forge_gain.py`` rewrites it). Each batch also proves it was gated: the
 parent waits before opening, and the offsets the device copied must be the ones written at
-the opening. The child runs unsandboxed: this measures the mechanism, it judges nothing.
+the opening. The child (``benchmarks/gated_child.py``) runs unsandboxed: this measures the
+mechanism, it judges nothing.
+
+Options that test what a check would need: ``--digest`` queues the outputs' device sums
+behind the calls (what binds the batch's end to work done: the answer cannot come before
+them; the null batch sums as many zero outputs), ``--settle-us`` spins after each flush in
+both batches (do the flush's write-backs slow the next call?), ``--events`` times each call
+inside the batch (is the excess inside the calls or between them?). A batch the child cannot
+arm within 5 s (the stream's launch queue is full behind the closed gate) is thrown away and
+the scenario retried with half the calls.
 
 Usage (H100/H200; FA3 importable for ``--upstream fa3``)::
 
     python benchmarks/gpu_gated_batch.py --kernel kernels/fa3_hopper/start.cu --out DIR
-    python benchmarks/gpu_gated_batch.py --upstream fa3 --out DIR
+    python benchmarks/gpu_gated_batch.py --upstream fa3 --out DIR --digest --events
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
-import os
 import random
 import select
 import statistics
@@ -51,12 +58,10 @@ from evals.harness.pipeline.environment import environment_fault  # noqa: E402
 from evals.harness.targets import get_target  # noqa: E402
 
 TARGET = "fa3_hopper"
-SETS = 3
-TIMED_CALLS = 30
-SPIN_US = 400.0
-ARM_TIMEOUT_S = 30.0
-"""A child not armed by then is stuck behind the closed gate (a call that waits for the device);
-the parent opens the gate and the batch counts as not gated."""
+ARM_TIMEOUT_S = 5.0
+"""A child not armed by then is stuck behind the closed gate (a full launch queue, or a call
+that waits for the device): the parent opens the gate, throws the batch away and tries again
+with half the calls."""
 MAX_CALLS = 128
 """Most calls in one gated batch (their outputs are held until the batch ends)."""
 HOLD_S = 0.02
@@ -68,7 +73,8 @@ class Child:
     """The child process and its line-JSON channel (stdin, stdout)."""
 
     def __init__(self, gate: Gate, library: str | None, upstream: str | None) -> None:
-        command = [sys.executable, __file__, "--child", "--gate-fd", str(gate.fd)]
+        child = Path(__file__).with_name("gated_child.py")
+        command = [sys.executable, str(child), "--gate-fd", str(gate.fd)]
         command += ["--library", library] if library else ["--upstream", str(upstream)]
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      pass_fds=(gate.fd,), text=True, cwd=ROOT)  # fmt: skip
@@ -100,26 +106,47 @@ class Child:
         self.proc.wait(timeout=60)
 
 
-def gated_batch(child: Child, gate: Gate, *, n: int, null: bool, numel: int, events: bool,
-                rng: random.Random) -> tuple[float, bool, dict[str, Any]]:  # fmt: skip
+class Blocked(Exception):
+    """The child was not armed in time: too much queued behind the closed gate."""
+
+
+def gated_batch(
+    child: Child,
+    gate: Gate,
+    *,
+    n: int,
+    null: bool,
+    numel: int,
+    args: argparse.Namespace,
+    rng: random.Random,
+) -> tuple[float, bool, dict[str, Any]]:
     """One batch: arm, hold, open, finish.
 
     Returns:
-        Seconds on the parent's clock, whether the batch was gated, the child's last answer.
+        Seconds on the parent's clock, whether the device saw the offsets written at the
+        opening, the child's last answer.
+
+    Raises:
+        Blocked: The child did not say it was armed within :data:`ARM_TIMEOUT_S`; the gate
+            was opened to let it go and the batch was thrown away.
     """
     token = rng.randrange(1, 2**32)
     offsets = [rng.randint(0, numel) for _ in range(n)]
-    armed = child.ask(op="arm", n=n, null=null, token=token, events=events,
+    armed = child.ask(op="arm", n=n, null=null, token=token, events=args.events and not null,
+                      settle_us=args.settle_us, digest=args.digest,
                       timeout_s=ARM_TIMEOUT_S)  # fmt: skip
+    if armed is None:
+        gate.open(token, b"".join(o.to_bytes(8, "little") for o in offsets))
+        child.answer()
+        child.ask(op="finish")
+        gate.shut()
+        raise Blocked
     time.sleep(HOLD_S)
     start = gate.open(token, b"".join(o.to_bytes(8, "little") for o in offsets))
-    if armed is None:  # a call waited for the device, behind the closed gate
-        child.answer()
-    answer = child.ask(op="finish")
+    answer = _required(child.ask(op="finish"))
     seconds = time.perf_counter() - start
     gate.shut()
-    answer = _required(answer)
-    return seconds, armed is not None and answer["offsets"] == offsets[:2], answer
+    return seconds, answer["offsets"] == offsets[:2], answer
 
 
 def _required(answer: dict[str, Any] | None) -> dict[str, Any]:
@@ -149,24 +176,34 @@ def scenario_row(child: Child, gate: Gate, scenario: Any, args: argparse.Namespa
     n = min(MAX_CALLS, max(args.calls, math.ceil(args.batch_us / max(median_us, 1.0))))
     per_call: list[float] = []
     in_batch: list[dict[str, Any]] = []
-    gated = True
-    for _ in range(args.batches):
-        calls, ok1, seen = gated_batch(child, gate, n=n, null=False, numel=prepared["numel"],
-                                       events=args.events, rng=rng)  # fmt: skip
-        empty, ok2, _ = gated_batch(child, gate, n=n, null=True, numel=prepared["numel"],
-                                    events=False, rng=rng)  # fmt: skip
-        gated = gated and ok1 and ok2
+    gated, blocked = True, 0
+    while len(per_call) < args.batches:
+        try:
+            calls, ok1, seen = gated_batch(child, gate, n=n, null=False,
+                                           numel=prepared["numel"], args=args, rng=rng)  # fmt: skip
+            empty, ok2, _ = gated_batch(child, gate, n=n, null=True, numel=prepared["numel"],
+                                        args=args, rng=rng)  # fmt: skip
+        except Blocked:
+            blocked += 1
+            if n == 1:
+                raise RuntimeError("one call alone fills the launch queue") from None
+            n //= 2
+            per_call.clear()  # every batch that decides has the same calls
+            in_batch.clear()
+            continue
+        gated = gated and ok1 and ok2 and seen.get("digests", n) == n
         per_call.append((calls - empty) / n * 1e6)
-        in_batch.append({k: seen[k] for k in ("call_us", "step_us") if k in seen})
+        in_batch.append({k: seen[k] for k in ("call_us",) if k in seen})
     # The median of paired batches: one slow empty batch (s35f: a ratio of -0.23) or one slow
     # batch of calls moves it no more than it moves any other batch, where the fastest batch
     # would hand a forge every low outlier.
     u_us = statistics.median(per_call)
     row = {"scenario": scenario.id, "median_us": median_us, "gated_us": u_us,
            "ratio": u_us / median_us, "batches_us": per_call, "calls": n,
-           "ping_us": overhead * 1e6, "gated": gated}  # fmt: skip
+           "ping_us": overhead * 1e6, "gated": gated, "blocked": blocked}  # fmt: skip
     if args.events:
         row["in_batch"] = in_batch
+        row["call_in_batch_us"] = statistics.median(b["call_us"] for b in in_batch)
     return row
 
 
@@ -193,9 +230,12 @@ def parent(args: argparse.Namespace) -> int:
         for scenario in scenarios:
             row = scenario_row(child, gate, scenario, args, rng)
             rows.append(row)
+            inside = (f"  in batch {row['call_in_batch_us']:7.1f} us"
+                      if "call_in_batch_us" in row else "")  # fmt: skip
             print(f"{row['scenario']:55s} median {row['median_us']:9.1f} us  gated "
-                  f"{row['gated_us']:9.1f} us  ratio {row['ratio']:.3f}  gated "
-                  f"{'yes' if row['gated'] else 'NO'}", flush=True)  # fmt: skip
+                  f"{row['gated_us']:9.1f} us  ratio {row['ratio']:.3f}{inside}  calls "
+                  f"{row['calls']:3d}  gated {'yes' if row['gated'] else 'NO'}",
+                  flush=True)  # fmt: skip
     finally:
         child.close()
         gate.close()
@@ -209,146 +249,6 @@ def parent(args: argparse.Namespace) -> int:
     name = Path(args.kernel).stem if args.kernel else args.upstream
     (out / f"gated-{name}.json").write_text(json.dumps({"args": vars(args), "rows": rows},
                                                        indent=1))  # fmt: skip
-    return 0
-
-
-class _Worker:
-    """The child's state: the kernel, the gate, the timer, one scenario's sets and calls."""
-
-    def __init__(self, gate_fd: int, library: str | None, upstream: str | None) -> None:
-        import torch
-
-        from evals.harness.measurement.gpu import CudaEventTimer
-        from evals.harness.measurement.stream_gate import DeviceGate
-
-        self.target = get_target(TARGET)
-        self.ops = None
-        if library:
-            torch.ops.load_library(library)
-            self.ops = getattr(torch.ops, self.target.contract.namespace)
-        self.upstream = upstream
-        self.timer = CudaEventTimer()
-        self.flush = torch.empty(self.timer.flush_bytes, dtype=torch.uint8, device="cuda")
-        self.gate = DeviceGate(gate_fd)
-        self.state: dict[str, Any] = {}
-
-    def prepare(self, scenario: dict[str, Any], seed: int) -> dict[str, Any]:
-        """The scenario's sets and calls, and its median device time as the harness times."""
-        import torch
-
-        from evals.harness.clock_checks.query_flips import base_bits, flip, flip_at, make_mask
-        from evals.harness.scenarios import Scenario
-
-        target, sc = self.target, Scenario(**scenario)
-        sets = target.make_timing_inputs(sc, [seed * 1000 + i for i in range(SETS)])
-        if self.ops is not None:
-            calls = [target.prepare_candidate(self.ops, s) for s in sets]
-        else:
-            calls = [target.upstream(str(self.upstream)).prepare(s) for s in sets]
-        q = sets[0]["q"]
-        mask = make_mask(q, seed)
-        bases = [base_bits(s["q"]) for s in sets]
-        positions = torch.arange(q.numel(), device=q.device)
-        for call in calls:
-            call()
-        # What arm() queues behind the gate, run once ungated: a kernel's first launch loads
-        # its module and waits for the device (stream_gate.DeviceGate.queue).
-        offsets = torch.zeros(1, dtype=torch.int64, device=q.device)
-        self.flush.zero_()
-        for j, s in enumerate(sets):
-            flip_at(s["q"], bases[j], mask, offsets, 0, positions)
-        torch.cuda.synchronize()
-        rng, times = random.Random(seed), []
-        for t in range(TIMED_CALLS):
-            j = t % SETS
-            flip(sets[j]["q"], bases[j], mask, rng.randint(0, q.numel()))
-            times.append(self.timer.time_call(calls[j], spin_us=SPIN_US).device_us)
-        self.state = {"sets": sets, "calls": calls, "mask": mask, "bases": bases,
-                      "positions": positions}  # fmt: skip
-        return {"numel": q.numel(), "median_us": statistics.median(times)}
-
-    def arm(self, n: int, null: bool, token: int, events: bool) -> dict[str, Any]:
-        """Queue ``n`` flushed, flipped calls (none when ``null``) behind the gate.
-
-        With ``events``, CUDA events also bracket each call and each step (flush, flip, call):
-        where a gated batch's time goes, inside the calls or between them.
-        """
-        import torch
-
-        from evals.harness.clock_checks.query_flips import flip_at
-
-        st = self.state
-        offsets = torch.zeros(n, dtype=torch.int64, device="cuda")
-        self.gate.queue(token, offsets)
-        outputs, marks = [], []
-        for i in range(n):
-            j = i % SETS
-            step = _event() if events else None
-            self.flush.zero_()
-            flip_at(st["sets"][j]["q"], st["bases"][j], st["mask"], offsets, i, st["positions"])
-            if not null:
-                begin = _event() if events else None
-                outputs.append(st["calls"][j]())
-                if events:
-                    marks.append((step, begin, _event()))
-        st["offsets"], st["outputs"], st["marks"] = offsets, outputs, marks
-        return {"armed": True}
-
-    def finish(self) -> dict[str, Any]:
-        """Wait for the device; the first two offsets the device received.
-
-        With events, also the median call and the median step (flush, flip, call: from one
-        step's start to the next's), us.
-        """
-        import torch
-
-        torch.cuda.synchronize()
-        offsets = self.state.pop("offsets")[:2].tolist()
-        self.state.pop("outputs")
-        marks = self.state.pop("marks")
-        answer: dict[str, Any] = {"offsets": offsets}
-        if marks:
-            calls = [b.elapsed_time(e) * 1e3 for _, b, e in marks]
-            steps = [a[0].elapsed_time(b[0]) * 1e3 for a, b in itertools.pairwise(marks)]
-            answer["call_us"] = statistics.median(calls)
-            answer["step_us"] = statistics.median(steps) if steps else None
-        return answer
-
-
-def _event() -> Any:
-    """A recorded CUDA event with timing, on the current stream."""
-    import torch
-
-    event = torch.cuda.Event(enable_timing=True)
-    event.record()
-    return event
-
-
-def serve(gate_fd: int, library: str | None, upstream: str | None) -> int:
-    """The child: answer line-JSON requests on stdin until it closes.
-
-    The answers go out on a private copy of stdout; fd 1 then points at stderr, so whatever the
-    kernel prints (a forge announcing itself) cannot corrupt the channel.
-    """
-    channel = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    worker = _Worker(gate_fd, library, upstream)
-    for line in sys.stdin:
-        req = json.loads(line)
-        try:
-            if req["op"] == "prepare":
-                answer = worker.prepare(req["scenario"], int(req["seed"]))
-            elif req["op"] == "arm":
-                answer = worker.arm(
-                    int(req["n"]), bool(req["null"]), int(req["token"]), bool(req["events"])
-                )
-            elif req["op"] == "finish":
-                answer = worker.finish()
-            else:
-                answer = {"pong": True}
-        except Exception as exc:  # said to the parent, which stops
-            answer = {"error": f"{type(exc).__name__}: {exc}"}
-        print(json.dumps(answer), file=channel, flush=True)
     return 0
 
 
@@ -371,15 +271,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--events",
         action="store_true",
-        help="bracket each call and step of a batch with CUDA events (diagnosis)",
+        help="bracket each call of a batch with CUDA events (diagnosis)",
+    )
+    parser.add_argument(
+        "--settle-us",
+        type=float,
+        default=0.0,
+        help="a device spin after each flush in both batches, us (0: none)",
+    )
+    parser.add_argument(
+        "--digest",
+        action="store_true",
+        help="queue the outputs' device sums behind the calls (the batch end's binding)",
     )
     parser.add_argument("--out", default="results/measurements/gated")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--gate-fd", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--library", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child:
-        return serve(args.gate_fd, args.library, args.upstream)
     if not (args.kernel or args.upstream):
         parser.error("give --kernel FILE or --upstream NAME")
     return parent(args)

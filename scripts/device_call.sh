@@ -23,8 +23,9 @@
 #   rows-start / rows-faster: one kernel's fa3_hopper rows (dev, 3 epochs) through Inspect;
 #   gputests-forge: the timer forges and three honest kernels;
 #   gated: the stream gate's GPU tests, then benchmarks/gpu_gated_batch.py on start.cu,
-#   faster.cu, a forge reporting 0.8 of each call (padded) and its twin, and FA3 (more
-#   arguments in $GATED_ARGS, e.g. "--events --batch-us 5000");
+#   faster.cu, a forge reporting 0.8 of each call (padded) and its twin, and FA3, once per
+#   variant of arguments in $GATED_VARIANTS (';'-separated, e.g. "--digest --events;--digest
+#   --settle-us 20"; or one variant in $GATED_ARGS), each into gated/vN/;
 #   gputests-full: every GPU test in one uninterrupted run (8 workers; the device lock
 #   serialises the timed parts);
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
@@ -139,17 +140,22 @@ for step in "$@"; do
       [ "$step" = forge-floor ] && args="$args --floor 0.81 --keep 0.81 --hide-us 0"
       timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_forge_gain.py $args \
         --out "$work/$step" > "$work/$step.log" 2>&1; echo "$step rc=$?"; tail -3 "$work/$step.log" ;;
-    gated) g="$work/gated"; mkdir -p "$g/kernels"  # the gated-batch prototype (issue 40)
+    gated) mkdir -p "$work/gated/kernels"  # the gated-batch prototype (issue 40)
       python3 -m pytest -m gpu tests/gpu/test_stream_gate.py -q -p no:cacheprovider -rA 2>&1 | tail -3
       python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; \
-import gpu_forge_gain as f; f.variants(Path('$g/kernels'), keep=0.8, hide_us=0, floor=0.8, pad_us=300)"
-      for k in kernels/fa3_hopper/start.cu tests/data/fa3_hopper/faster.cu \
-          "$g/kernels/forge_padded.cu" "$g/kernels/forge_twin.cu"; do
-        timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_gated_batch.py --kernel "$k" \
-          --out "$g" ${GATED_ARGS:-} > "$g/$(basename "$k" .cu).log" 2>&1; echo "$k rc=$?"; tail -1 "$g/$(basename "$k" .cu).log"
-      done
-      python3 benchmarks/gpu_gated_batch.py --upstream fa3 --out "$g" ${GATED_ARGS:-} > "$g/fa3.log" 2>&1
-      echo "fa3 rc=$?"; tail -1 "$g/fa3.log" ;;
+import gpu_forge_gain as f; f.variants(Path('$work/gated/kernels'), keep=0.8, hide_us=0, floor=0.8, pad_us=300)"
+      IFS=';' read -ra variants <<< "${GATED_VARIANTS:-${GATED_ARGS:-}}"
+      [ ${#variants[@]} -eq 0 ] && variants=("")
+      for v in "${!variants[@]}"; do
+        g="$work/gated/v$((v + 1))"; mkdir -p "$g"; echo "variant v$((v + 1)): ${variants[$v]}" | tee "$g/args.txt"
+        for k in kernels/fa3_hopper/start.cu tests/data/fa3_hopper/faster.cu \
+            "$work/gated/kernels/forge_padded.cu" "$work/gated/kernels/forge_twin.cu" fa3; do
+          name=$(basename "$k" .cu); which=(--kernel "$k"); [ "$k" = fa3 ] && which=(--upstream fa3)
+          timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_gated_batch.py "${which[@]}" \
+            --out "$g" ${variants[$v]} > "$g/$name.log" 2>&1; echo "$name rc=$?"; tail -1 "$g/$name.log"
+        done
+        tar czf "$OUT/$tag.tgz" -C /tmp "$tag"
+      done ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;
     *) echo "unknown step $step" ;;
   esac

@@ -46,3 +46,9 @@ def test_a_batch_digest_equals_each_output_digested_alone(shape, dtype):
         del copies
     print(f"\n{tuple(shape)} {dtype}: digest {best_digest / calls * 1e6:.1f} us an output, "
           f"a device copy {best_copy / calls * 1e6:.1f} us")
+
+
+def test_queued_sums_hash_to_the_batch_digests():
+    torch.manual_seed(0)
+    outs = [torch.randn(1, 61, 21, 128, device="cuda").to(torch.bfloat16) for _ in range(4)]
+    assert digest.hashed(digest.device_sums(outs, 7), 7) == digest.digests(outs, 7)

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["digests", "matches", "run_length", "warm"]
+__all__ = ["device_sums", "digests", "hashed", "matches", "run_length", "warm"]
 
 _DIGEST_CHARS = 32
 """Hex characters of SHA-256 kept per digest (128 bits)."""
@@ -126,12 +126,18 @@ def _host_bytes(output: torch.Tensor) -> memoryview:
     return flat.view(torch.uint8).numpy().data
 
 
-def _device_sums(outputs: Sequence[torch.Tensor], seed: int) -> list[bytes | memoryview]:
-    """Per output (same shape, dtype, device), its runs' exact weighted sums, as bytes."""
+def device_sums(outputs: Sequence[torch.Tensor], seed: int) -> torch.Tensor | None:
+    """The outputs' runs' exact weighted sums, on their device, queued without a sync.
+
+    ``outputs`` share shape, dtype and a CUDA device; the result is ``(len(outputs), runs)``
+    integers, hashed by :func:`hashed` once the device is done. None for float64 outputs,
+    which have no exact int64 sum (:func:`digests` hashes their bytes instead). A gated batch
+    queues these behind its calls, so its answer cannot exist before their outputs do.
+    """
     first = outputs[0]
     bits_dtype = _BITS.get(first.element_size())
-    if bits_dtype is None:  # float64 outputs: no exact int64 sum; hash their bytes
-        return [_host_bytes(o.detach().cpu()) for o in outputs]
+    if bits_dtype is None:
+        return None
     numel = first.numel()
     run = run_length(numel)
     runs = math.ceil(numel / run)
@@ -144,12 +150,22 @@ def _device_sums(outputs: Sequence[torch.Tensor], seed: int) -> list[bytes | mem
         products = bits.view(*bits.shape[:-1], runs, run) * weights  # one pass, to int32/64
         return products.sum(dim=-1, dtype=weights.dtype)
 
-    if first.numel() * first.element_size() >= _LARGE_BYTES:
-        rows = [sums(o.detach().reshape(-1)) for o in outputs]
-        host = torch.stack(rows).cpu().numpy()
-    else:
-        host = sums(torch.stack([o.detach().reshape(-1) for o in outputs])).cpu().numpy()
-    return [row.tobytes() for row in host]  # small: a run's sum per 64 or more elements
+    if numel * first.element_size() >= _LARGE_BYTES:
+        return torch.stack([sums(o.detach().reshape(-1)) for o in outputs])
+    return sums(torch.stack([o.detach().reshape(-1) for o in outputs]))
+
+
+def hashed(sums: torch.Tensor, seed: int) -> list[str]:
+    """The digests of :func:`device_sums`' rows (waits for the device)."""
+    return [_hash(seed, row.tobytes()) for row in sums.cpu().numpy()]
+
+
+def _device_sums(outputs: Sequence[torch.Tensor], seed: int) -> list[bytes | memoryview]:
+    """Per output (same shape, dtype, device), its runs' exact weighted sums, as bytes."""
+    queued = device_sums(outputs, seed)
+    if queued is None:  # float64 outputs: no exact int64 sum; hash their bytes
+        return [_host_bytes(o.detach().cpu()) for o in outputs]
+    return [row.tobytes() for row in queued.cpu().numpy()]  # a run's sum per 64+ elements
 
 
 def digests(outputs: Sequence[torch.Tensor], seed: int) -> list[str]:
