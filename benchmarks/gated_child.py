@@ -35,6 +35,9 @@ from evals.harness.targets import get_target  # noqa: E402
 
 TARGET = "fa3_hopper"
 SETS = 3
+"""Input sets the median is timed on (the harness's timing round)."""
+MAX_SETS = 64
+"""Most input sets a rotating batch cycles through."""
 TIMED_CALLS = 30
 SPIN_US = 400.0
 DIGEST_SEED = 20261206
@@ -61,8 +64,13 @@ class Worker:
         self.gate = DeviceGate(gate_fd)
         self.state: dict[str, Any] = {}
 
-    def prepare(self, scenario: dict[str, Any], seed: int) -> dict[str, Any]:
-        """The scenario's sets and calls, and its median device time as the harness times."""
+    def prepare(self, scenario: dict[str, Any], seed: int, *, rotate: bool) -> dict[str, Any]:
+        """The scenario's sets and calls, and its median device time as the harness times.
+
+        ``rotate``: batches flush nothing; they cycle through enough input sets (up to
+        :data:`MAX_SETS`) that the inputs between a set's two calls fill twice the L2, so a
+        call's inputs are cold without a harness kernel a candidate's process could skip.
+        """
         import torch
 
         from evals.harness.clock_checks import digest
@@ -71,7 +79,13 @@ class Worker:
         from evals.harness.scenarios import Scenario
 
         target, sc = self.target, Scenario(**scenario)
-        sets = target.make_timing_inputs(sc, [seed * 1000 + i for i in range(SETS)])
+        count = SETS
+        if rotate:
+            one = sum(t.nbytes for t in target.make_timing_inputs(sc, [seed * 1000])[0].values()
+                      if isinstance(t, torch.Tensor))  # fmt: skip
+            l2 = torch.cuda.get_device_properties(0).L2_cache_size
+            count = min(MAX_SETS, max(SETS, 1 + -(-2 * l2 // max(one, 1))))
+        sets = target.make_timing_inputs(sc, [seed * 1000 + i for i in range(count)])
         if self.ops is not None:
             calls = [target.prepare_candidate(self.ops, s) for s in sets]
         else:
@@ -93,12 +107,13 @@ class Worker:
         torch.cuda.synchronize()
         rng, times = random.Random(seed), []
         for t in range(TIMED_CALLS):
-            j = t % SETS
+            j = t % SETS  # the harness's timing round: its three sets, flushed
             flip(sets[j]["q"], bases[j], mask, rng.randint(0, q.numel()))
             times.append(self.timer.time_call(calls[j], spin_us=SPIN_US).device_us)
         self.state = {"sets": sets, "calls": calls, "mask": mask, "bases": bases,
-                      "positions": positions, "dummy": torch.zeros_like(outputs[0])}  # fmt: skip
-        return {"numel": q.numel(), "median_us": statistics.median(times)}
+                      "positions": positions, "dummy": torch.zeros_like(outputs[0]),
+                      "rotate": rotate}  # fmt: skip
+        return {"numel": q.numel(), "median_us": statistics.median(times), "sets": count}
 
     def arm(self, n: int, null: bool, token: int, *, events: bool, settle_us: float,
             digest: bool) -> dict[str, Any]:  # fmt: skip
@@ -122,8 +137,9 @@ class Worker:
         cycles = int(settle_us * self.timer.cycles_per_us)
         outputs, marks = [], []
         for i in range(n):
-            j = i % SETS
-            self.flush.zero_()
+            j = i % len(st["sets"])
+            if not st["rotate"]:
+                self.flush.zero_()
             if cycles:
                 spin(cycles)
             flip_at(st["sets"][j]["q"], st["bases"][j], st["mask"], offsets, i, st["positions"])
@@ -183,7 +199,8 @@ def serve(gate_fd: int, library: str | None, upstream: str | None) -> int:
         req = json.loads(line)
         try:
             if req["op"] == "prepare":
-                answer = worker.prepare(req["scenario"], int(req["seed"]))
+                answer = worker.prepare(req["scenario"], int(req["seed"]),
+                                        rotate=bool(req["rotate"]))  # fmt: skip
             elif req["op"] == "arm":
                 answer = worker.arm(int(req["n"]), bool(req["null"]), int(req["token"]),
                                     events=bool(req["events"]),

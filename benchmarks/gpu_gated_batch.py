@@ -24,7 +24,9 @@ mechanism, it judges nothing.
 Options that test what a check would need: ``--digest`` queues the outputs' device sums
 behind the calls (what binds the batch's end to work done: the answer cannot come before
 them; the null batch sums as many zero outputs), ``--settle-us`` spins after each flush in
-both batches (do the flush's write-backs slow the next call?), ``--events`` times each call
+both batches (do the flush's write-backs slow the next call?), ``--flush rotate`` drops the
+flush (a harness kernel the candidate's process could skip) for enough input sets cycled
+through that each call's inputs are cold, ``--events`` times each call
 inside the batch (is the excess inside the calls or between them?). A batch the child cannot
 arm within 5 s (the stream's launch queue is full behind the closed gate) is thrown away and
 the scenario retried with half the calls.
@@ -168,7 +170,8 @@ def ping(child: Child) -> float:
 def scenario_row(child: Child, gate: Gate, scenario: Any, args: argparse.Namespace,
                  rng: random.Random) -> dict[str, Any]:  # fmt: skip
     """Median device time, gated U and their ratio for one scenario."""
-    prepared = _required(child.ask(op="prepare", scenario=scenario.to_json(), seed=args.seed))
+    prepared = _required(child.ask(op="prepare", scenario=scenario.to_json(), seed=args.seed,
+                                   rotate=args.flush == "rotate"))  # fmt: skip
     overhead = ping(child)
     median_us = float(prepared["median_us"])
     # Enough calls that the kernels fill --batch-us: the flushes' and the channel's jitter,
@@ -200,7 +203,8 @@ def scenario_row(child: Child, gate: Gate, scenario: Any, args: argparse.Namespa
     u_us = statistics.median(per_call)
     row = {"scenario": scenario.id, "median_us": median_us, "gated_us": u_us,
            "ratio": u_us / median_us, "batches_us": per_call, "calls": n,
-           "ping_us": overhead * 1e6, "gated": gated, "blocked": blocked}  # fmt: skip
+           "ping_us": overhead * 1e6, "gated": gated, "blocked": blocked,
+           "sets": prepared["sets"]}  # fmt: skip
     if args.events:
         row["in_batch"] = in_batch
         row["call_in_batch_us"] = statistics.median(b["call_us"] for b in in_batch)
@@ -278,6 +282,13 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=0.0,
         help="a device spin after each flush in both batches, us (0: none)",
+    )
+    parser.add_argument(
+        "--flush",
+        choices=["memset", "rotate"],
+        default="memset",
+        help="cold inputs in a batch: the timer's L2 flush before each call, or no flush and "
+        "enough input sets cycled through to fill twice the L2",
     )
     parser.add_argument(
         "--digest",

@@ -45,7 +45,7 @@ class FakeChild:
     def ask(self, *, timeout_s=None, **request):
         op = request["op"]
         if op == "prepare":
-            return {"numel": 1000, "median_us": 10.0}
+            return {"numel": 1000, "median_us": 10.0, "sets": 3}
         if op == "arm":
             if request["n"] > self.fits:
                 self.pending = {"armed": True}  # comes only once the gate opens
@@ -71,7 +71,7 @@ class Scenario:
 
 def _args(**extra):
     base = dict(seed=1, calls=16, batch_us=2000.0, batches=3, events=False, settle_us=0.0,
-                digest=True)
+                digest=True, flush="memset")
     return argparse.Namespace(**{**base, **extra})
 
 
