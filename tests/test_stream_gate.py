@@ -60,3 +60,25 @@ def test_a_gate_is_whole_pages_and_its_descriptor_is_closed_with_it():
     gate.close()
     with pytest.raises(OSError):
         os.fstat(fd)
+
+
+def test_the_process_it_is_handed_to_cannot_resize_it_under_the_parent():
+    gate = Gate()
+    shrink = (
+        "import os, sys\n"
+        "fd = int(sys.argv[1])\n"
+        "for size in (0, 1 << 20):\n"
+        "    try:\n"
+        "        os.ftruncate(fd, size)\n"
+        "        print('resized', size)\n"
+        "    except PermissionError:\n"
+        "        print('sealed')\n"
+    )
+    try:
+        proc = subprocess.run([sys.executable, "-c", shrink, str(gate.fd)], pass_fds=(gate.fd,),
+                              capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert proc.stdout.split() == ["sealed", "sealed"], proc.stdout + proc.stderr
+        gate.open(3, b"still here")  # no SIGBUS: the page is whole
+        assert gate.page[PAYLOAD_OFFSET:PAYLOAD_OFFSET + 10] == b"still here"
+    finally:
+        gate.close()

@@ -22,6 +22,7 @@ prototype measured by ``benchmarks/gpu_gated_batch.py``; no check uses it yet.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import mmap
 import os
 import struct
@@ -49,8 +50,12 @@ class Gate:
     def __init__(self, size: int = PAGE_BYTES) -> None:
         if size < PAGE_BYTES or size % PAGE_BYTES:
             raise ValueError(f"a gate is whole pages of {PAGE_BYTES} bytes, not {size}")
-        self.fd = os.memfd_create("kernelseek-gate", 0)
+        self.fd = os.memfd_create("kernelseek-gate", os.MFD_ALLOW_SEALING)
         os.ftruncate(self.fd, size)
+        # sealed at its size before any other process has it: a worker that shrank the file
+        # would make the parent's next write to the page a SIGBUS in the parent
+        fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS,
+                    fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)  # fmt: skip
         self.size = size
         self.page = mmap.mmap(self.fd, size)
 
