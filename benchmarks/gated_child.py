@@ -64,12 +64,14 @@ class Worker:
         self.gate = DeviceGate(gate_fd)
         self.state: dict[str, Any] = {}
 
-    def prepare(self, scenario: dict[str, Any], seed: int, *, rotate: bool) -> dict[str, Any]:
+    def prepare(self, scenario: dict[str, Any], seed: int, *, flush: str) -> dict[str, Any]:
         """The scenario's sets and calls, and its median device time as the harness times.
 
-        ``rotate``: batches flush nothing; they cycle through enough input sets (up to
-        :data:`MAX_SETS`) that the inputs between a set's two calls fill twice the L2, so a
-        call's inputs are cold without a harness kernel a candidate's process could skip.
+        ``flush``: ``memset``, the timer's L2 flush before each call of a batch; ``none``, no
+        flush and the timing round's three sets (what the harness's gated check runs);
+        ``rotate``, no flush and enough input sets (up to :data:`MAX_SETS`) that the inputs
+        between a set's two calls fill twice the L2, so a call's inputs are cold without a
+        harness kernel a candidate's process could skip.
         """
         import torch
 
@@ -80,7 +82,7 @@ class Worker:
 
         target, sc = self.target, Scenario(**scenario)
         count = SETS
-        if rotate:
+        if flush == "rotate":
             one = sum(t.nbytes for t in target.make_timing_inputs(sc, [seed * 1000])[0].values()
                       if isinstance(t, torch.Tensor))  # fmt: skip
             l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -112,7 +114,7 @@ class Worker:
             times.append(self.timer.time_call(calls[j], spin_us=SPIN_US).device_us)
         self.state = {"sets": sets, "calls": calls, "mask": mask, "bases": bases,
                       "positions": positions, "dummy": torch.zeros_like(outputs[0]),
-                      "rotate": rotate}  # fmt: skip
+                      "flush": flush}  # fmt: skip
         return {"numel": q.numel(), "median_us": statistics.median(times), "sets": count}
 
     def arm(self, n: int, null: bool, token: int, *, events: bool, settle_us: float,
@@ -138,7 +140,7 @@ class Worker:
         outputs, marks = [], []
         for i in range(n):
             j = i % len(st["sets"])
-            if not st["rotate"]:
+            if st["flush"] == "memset":
                 self.flush.zero_()
             if cycles:
                 spin(cycles)
@@ -200,7 +202,7 @@ def serve(gate_fd: int, library: str | None, upstream: str | None) -> int:
         try:
             if req["op"] == "prepare":
                 answer = worker.prepare(req["scenario"], int(req["seed"]),
-                                        rotate=bool(req["rotate"]))  # fmt: skip
+                                        flush=str(req["flush"]))  # fmt: skip
             elif req["op"] == "arm":
                 answer = worker.arm(int(req["n"]), bool(req["null"]), int(req["token"]),
                                     events=bool(req["events"]),

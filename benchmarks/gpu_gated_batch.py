@@ -24,9 +24,10 @@ mechanism, it judges nothing.
 Options that test what a check would need: ``--digest`` queues the outputs' device sums
 behind the calls (what binds the batch's end to work done: the answer cannot come before
 them; the null batch sums as many zero outputs), ``--settle-us`` spins after each flush in
-both batches (do the flush's write-backs slow the next call?), ``--flush rotate`` drops the
-flush (a harness kernel the candidate's process could skip) for enough input sets cycled
-through that each call's inputs are cold, ``--events`` times each call
+both batches (do the flush's write-backs slow the next call?), ``--flush none`` drops the
+flush (a harness kernel the candidate's process could skip) as the harness's gated check
+does, ``--flush rotate`` drops it for enough input sets cycled through that each call's
+inputs are cold, ``--events`` times each call
 inside the batch (is the excess inside the calls or between them?). A batch the child cannot
 arm within 5 s (the stream's launch queue is full behind the closed gate) is thrown away and
 the scenario retried with half the calls.
@@ -171,7 +172,7 @@ def scenario_row(child: Child, gate: Gate, scenario: Any, args: argparse.Namespa
                  rng: random.Random) -> dict[str, Any]:  # fmt: skip
     """Median device time, gated U and their ratio for one scenario."""
     prepared = _required(child.ask(op="prepare", scenario=scenario.to_json(), seed=args.seed,
-                                   rotate=args.flush == "rotate"))  # fmt: skip
+                                   flush=args.flush))  # fmt: skip
     overhead = ping(child)
     median_us = float(prepared["median_us"])
     # Enough calls that the kernels fill --batch-us: the flushes' and the channel's jitter,
@@ -285,10 +286,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--flush",
-        choices=["memset", "rotate"],
+        choices=["memset", "none", "rotate"],
         default="memset",
-        help="cold inputs in a batch: the timer's L2 flush before each call, or no flush and "
-        "enough input sets cycled through to fill twice the L2",
+        help="a batch's L2: the timer's flush before each call; none (the harness's gated "
+        "check); or no flush and enough input sets cycled through to fill twice the L2",
     )
     parser.add_argument(
         "--digest",
