@@ -68,10 +68,11 @@ class Worker:
         """The scenario's sets and calls, and its median device time as the harness times.
 
         ``flush``: ``memset``, the timer's L2 flush before each call of a batch; ``none``, no
-        flush and the timing round's three sets (what the harness's gated check runs);
-        ``rotate``, no flush and enough input sets (up to :data:`MAX_SETS`) that the inputs
-        between a set's two calls fill twice the L2, so a call's inputs are cold without a
-        harness kernel a candidate's process could skip.
+        flush and the timing round's three sets (warm: how much a flush-free batch gains);
+        ``rotate``, no flush and enough copies of the three sets (up to :data:`MAX_SETS` in
+        all) that the inputs between a set's two calls fill twice the L2, so a call's inputs
+        are cold without a harness kernel a candidate's process could skip (what the
+        harness's gated check does, ``gated_batch.cold_copies``).
         """
         import torch
 
@@ -81,13 +82,14 @@ class Worker:
         from evals.harness.scenarios import Scenario
 
         target, sc = self.target, Scenario(**scenario)
-        count = SETS
-        if flush == "rotate":
-            one = sum(t.nbytes for t in target.make_timing_inputs(sc, [seed * 1000])[0].values()
-                      if isinstance(t, torch.Tensor))  # fmt: skip
+        sets = target.make_timing_inputs(sc, [seed * 1000 + i for i in range(SETS)])
+        if flush == "rotate":  # copies of the round's sets, in order: the same work, cold
+            one = sum(t.nbytes for t in sets[0].values() if isinstance(t, torch.Tensor))
             l2 = torch.cuda.get_device_properties(0).L2_cache_size
-            count = min(MAX_SETS, max(SETS, 1 + -(-2 * l2 // max(one, 1))))
-        sets = target.make_timing_inputs(sc, [seed * 1000 + i for i in range(count)])
+            copies = min(MAX_SETS // SETS, max(1, -(-2 * l2 // (SETS * max(one, 1)))))
+            sets += [{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in s.items()}
+                     for _ in range(copies - 1) for s in sets[:SETS]]  # fmt: skip
+        count = len(sets)
         if self.ops is not None:
             calls = [target.prepare_candidate(self.ops, s) for s in sets]
         else:

@@ -25,9 +25,9 @@ Options that test what a check would need: ``--digest`` queues the outputs' devi
 behind the calls (what binds the batch's end to work done: the answer cannot come before
 them; the null batch sums as many zero outputs), ``--settle-us`` spins after each flush in
 both batches (do the flush's write-backs slow the next call?), ``--flush none`` drops the
-flush (a harness kernel the candidate's process could skip) as the harness's gated check
-does, ``--flush rotate`` drops it for enough input sets cycled through that each call's
-inputs are cold, ``--events`` times each call
+flush (a harness kernel the candidate's process could skip: warm inputs), ``--flush rotate``
+drops it for enough copies of the sets cycled through that each call's inputs are cold (what
+the harness's gated check does), ``--events`` times each call
 inside the batch (is the excess inside the calls or between them?). A batch the child cannot
 arm within 5 s (the stream's launch queue is full behind the closed gate) is thrown away and
 the scenario retried with half the calls.
@@ -288,8 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         "--flush",
         choices=["memset", "none", "rotate"],
         default="memset",
-        help="a batch's L2: the timer's flush before each call; none (the harness's gated "
-        "check); or no flush and enough input sets cycled through to fill twice the L2",
+        help="a batch's L2: the timer's flush before each call; none (warm); or rotate: no "
+        "flush and copies of the sets cycled through to fill twice the L2 (the gated check's)",
     )
     parser.add_argument(
         "--digest",
