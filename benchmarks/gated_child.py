@@ -8,7 +8,8 @@ It runs unsandboxed: a measurement, not a check.
 
 Every operation queued behind a closed gate sits in the stream's launch queue, which holds
 about a thousand before the next launch blocks (the host then waits for the device, which
-waits for the gate; session 36 saw it with three events a call on 128 calls). The parent
+waits for the gate): the likely cause of session 36's hang with three events a call on 128
+calls, to confirm. The parent
 sizes batches from that: a batch not armed within its timeout is opened anyway, thrown
 away and retried with half the calls.
 
