@@ -162,6 +162,7 @@ def test_gpu_covering_set_reaches_long_sequences_in_small_rows(target, seed):
     assert {r["seqlen_q"] for r in long_rows} == {"one", "below", "equal", "above"}
     assert {r["kind"] for r in long_rows} == {"prefill", "varlen", "kvcache"}
     t = get_target(target)
+    largest = max(t.work(s).flops for s in t.load_suite("dev").scenarios)
     for suite in ("smoke", "dev", "full"):
         cover = [s for s in drawn_scenarios(t, suite, seed) if s.id.startswith("cover")]
         odd = [s.params for s in cover if _keys(s.params) > 4096
@@ -169,5 +170,4 @@ def test_gpu_covering_set_reaches_long_sequences_in_small_rows(target, seed):
         assert odd, f"{suite}: no long row with a group that is not a power of two"
         # the largest row's call costs a small share of the dev suite's largest (the size cap;
         # a row whose pair alone is over it, e.g. two varlen sequences of 8k keys, stays so)
-        largest = max(t.work(s).flops for s in t.load_suite("dev").scenarios)
         assert max(t.work(s).flops for s in cover) < largest / 20
