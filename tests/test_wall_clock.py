@@ -683,8 +683,12 @@ def test_device_digests_are_exact_sums_the_same_alone_or_in_a_batch():
     # the GPU path, run on CPU tensors: the worker reduces a batch stacked, the parent one
     # output alone; integer sums make them the same bytes, and a change in any run shows
     outs = [torch.randn(3, 50, 7).bfloat16() for _ in range(5)]
-    together = [bytes(b) for b in digest._device_sums(outs, 9)]
-    alone = [bytes(digest._device_sums([o], 9)[0]) for o in outs]
+
+    def sums(batch):  # each output's run sums, as the bytes its digest hashes
+        return [row.tobytes() for row in digest.device_sums(batch, 9).numpy()]
+
+    together = sums(outs)
+    alone = [sums([o])[0] for o in outs]
     assert together == alone and len(set(together)) == 5
     runs = -(-outs[0].numel() // digest.run_length(outs[0].numel()))
     assert len(together[0]) == 4 * runs  # int32 sums for 16-bit patterns
@@ -692,11 +696,10 @@ def test_device_digests_are_exact_sums_the_same_alone_or_in_a_batch():
     weights = digest._weights(64, 9, extreme.device, 2).long()
     exact = (extreme.view(torch.int16).long().view(-1, 64) * weights).sum(-1)
     assert torch.equal(exact.int().long(), exact)  # no run overflows its int32 sum
-    sums = np.frombuffer(digest._device_sums([extreme], 9)[0], dtype=np.int32)
-    assert sums.tolist() == exact.tolist()
+    assert np.frombuffer(sums([extreme])[0], dtype=np.int32).tolist() == exact.tolist()
     changed = outs[2].clone()
     changed.view(-1)[-1] = -changed.view(-1)[-1]  # the last, padded run
-    assert bytes(digest._device_sums([changed], 9)[0]) != together[2]
+    assert sums([changed])[0] != together[2]
     assert digest.run_length(1 << 18) == 64 and digest.run_length(1 << 25) == 8192
 
 

@@ -160,14 +160,6 @@ def hashed(sums: torch.Tensor, seed: int) -> list[str]:
     return [_hash(seed, row.tobytes()) for row in sums.cpu().numpy()]
 
 
-def _device_sums(outputs: Sequence[torch.Tensor], seed: int) -> list[bytes | memoryview]:
-    """Per output (same shape, dtype, device), its runs' exact weighted sums, as bytes."""
-    queued = device_sums(outputs, seed)
-    if queued is None:  # float64 outputs: no exact int64 sum; hash their bytes
-        return [_host_bytes(o.detach().cpu()) for o in outputs]
-    return [row.tobytes() for row in queued.cpu().numpy()]  # a run's sum per 64+ elements
-
-
 def digests(outputs: Sequence[torch.Tensor], seed: int) -> list[str]:
     """A digest of each output (any shape and device; see the module), one string each.
 
@@ -180,7 +172,10 @@ def digests(outputs: Sequence[torch.Tensor], seed: int) -> list[str]:
         return [_hash(seed, _host_bytes(o)) for o in outputs]
     if all(o.shape == first.shape and o.dtype == first.dtype and o.device == first.device
            for o in outputs):  # fmt: skip
-        return [_hash(seed, data) for data in _device_sums(outputs, seed)]
+        queued = device_sums(outputs, seed)
+        if queued is None:  # float64 outputs: no exact int64 sum; hash their bytes
+            return [_hash(seed, _host_bytes(o.detach().cpu())) for o in outputs]
+        return hashed(queued, seed)
     return [digests([o], seed)[0] for o in outputs]
 
 
