@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evals.harness.clock_checks import channel_cost
+from evals.harness.clock_checks.gated_batch import GatedLink
 from evals.harness.clock_checks.wall_clock import (
     Batch,
     Clock,
@@ -29,7 +31,7 @@ from evals.harness.clock_checks.wall_clock import (
     reported_us,
     run_round,
 )
-from evals.harness.clock_checks.wall_settings import wall_settings
+from evals.harness.clock_checks.wall_settings import WallSettings, wall_settings
 from evals.harness.clock_checks.wall_verify import BatchVerifier
 from evals.harness.failures import Code, Failure
 from evals.harness.measurement.process_clock import CpuMeter, ProcessGone
@@ -41,6 +43,20 @@ from evals.harness.worker_link.session import Session, derive_seed
 from evals.harness.worker_link.worker_client import WorkerClient, WorkerFailure
 
 __all__ = ["check", "upstream_figure", "withhold"]
+
+_LINKS: weakref.WeakKeyDictionary[WorkerClient, GatedLink] = weakref.WeakKeyDictionary()
+"""Each candidate worker's gated link: the calls its batches may hold, learnt once per run."""
+
+
+def gated(session: Session) -> bool:
+    """Whether the candidate's batches are gated.
+
+    They are on a GPU target whose timing settings ask for it (``gated_wall``), where the
+    candidate's worker was given the gate.
+    """
+    client = session.client
+    wanted = session.target.device == "cuda" and session.target.timing.gated_wall
+    return wanted and client is not None and getattr(client, "gate", None) is not None
 
 
 def check(
@@ -84,10 +100,13 @@ def check(
     if device is None:
         result.checks[key] = "skipped: the candidate was not timed"
         return None
-    settings = wall_settings(session.target.device)
-    reported = reported_us(device, issue, serial=settings.serial)
+    gate = gated(session)
+    settings = wall_settings(session.target.device, gated=gate)
+    # gated, the host's issue work is out of the interval: the device time alone explains U
+    reported = reported_us(device, None if gate else issue, serial=settings.serial)
     try:
-        run = _run(session, scenario, result, reported, key=key, seeds=seeds, clock=clock)
+        run = _run(session, scenario, result, reported, key=key, seeds=seeds, clock=clock,
+                   gate=gate)  # fmt: skip
     except WallFailure as exc:
         result.checks[key] = f"failed: {exc.failure.reason}"
         return exc.failure
@@ -102,6 +121,7 @@ class _Run:
     rounds: int
     verifier: BatchVerifier
     plan: Plan
+    settings: WallSettings
 
 
 def _run(
@@ -114,12 +134,14 @@ def _run(
     seeds: Sequence[int] | None,
     clock: Clock | None = None,
     impl: str = "candidate",
+    gate: bool = False,
 ) -> _Run:
     """Prepare the worker of ``impl``, run the batches, verify them (see :func:`check`).
 
     The candidate's batches are sized from ``reported`` and its readings, and rounds follow
     while U fails :func:`judge`; an upstream's are one round sized from its readings alone
-    (a burst of load on its own timing round must not shrink its batches).
+    (a burst of load on its own timing round must not shrink its batches). ``gate``: the
+    candidate's batches are queued behind its worker's gate (:func:`gated`).
 
     Raises:
         WallFailure: A batch did not do its work, or the worker exited meanwhile.
@@ -129,7 +151,8 @@ def _run(
     candidate = impl == "candidate"
     client = session.client if candidate else session.upstreams
     assert client is not None  # an upstream's figure is measured only where they have a worker
-    settings = wall_settings(session.target.device)
+    gate = gate and candidate
+    settings = wall_settings(session.target.device, gated=gate)
     timeout = session.target.limits.call_timeout_s
     seed = derive_seed(session.seed, scenario.id, "wall", key)
     sets = list(seeds or [seed])
@@ -155,8 +178,11 @@ def _run(
         timeout_s=timeout,
         meter=meter,
         q_numel=verifier.q_numel,
+        gated=_LINKS.setdefault(client, GatedLink()) if gate and verifier.q_numel else None,
     )
     prepare = {"op": "wall", "scenario": scenario.to_json(), "seeds": sets, "mask_seed": mask_seed}
+    if plan.gated is not None:
+        prepare["gated"] = True
     try:
         t_prepare = time.monotonic()  # the worker making its input sets and flips
         client.request(prepare if candidate else {**prepare, "impl": impl}, timeout_s=timeout)
@@ -181,7 +207,7 @@ def _run(
         session.tally.reference_s += verifier.seconds
         for part, seconds in {**verifier.parts, "wall_prepare": prepare_s}.items():
             result.seconds[part] = result.seconds.get(part, 0.0) + seconds
-    return _Run(batches, rounds, verifier, plan)
+    return _Run(batches, rounds, verifier, plan, settings)
 
 
 def _cpu_meter(session: Session, client: WorkerClient) -> CpuMeter | None:
@@ -201,7 +227,7 @@ def _record(
     ``strict_wall``, ...), with ``figure_us``: the per-call stats over the batches that
     counted, the time a CPU target's speedups use (:mod:`evals.harness.clock_checks.parent_figure`).
     """
-    settings = wall_settings(session.target.device)
+    settings = run.settings
     reading, figures = _reading(session, run, reported)
     name = key.removesuffix("_clock")
     result.timing[f"{name}_us"] = reading.per_call_us
@@ -217,6 +243,8 @@ def _record(
         return failure
     cpu = isinstance(run.plan.meter, CpuMeter)
     meter = "; the worker's busiest thread's CPU time" if cpu else ""
+    if run.plan.gated is not None:
+        meter = "; each batch queued behind the parent's gate, the device time alone reported"
     result.checks[key] = (
         f"passed: the parent's clock saw {reading.per_call_us:.1f} us per call (best of "
         f"{reading.batches} batches of back-to-back calls, {reading.calls} calls{meter}; "
@@ -228,7 +256,7 @@ def _record(
 
 def _reading(session: Session, run: _Run, reported: float) -> tuple[Reading, dict[str, Any]]:
     """The batches' reading and the figures behind it, for the verdict."""
-    settings = wall_settings(session.target.device)
+    settings = run.settings
     reading = conclude(run.batches, reported, settings, run.plan.max_calls)
     batches = run.batches
     return reading, {
@@ -241,6 +269,7 @@ def _reading(session: Session, run: _Run, reported: float) -> tuple[Reading, dic
         "digest_us": max(b.digest_s / b.calls for b in batches) * 1e6,
         "flip_us": max(b.flip_s / b.calls for b in batches) * 1e6,
         "meter": "worker_cpu" if isinstance(run.plan.meter, CpuMeter) else "parent_wall",
+        "gated": run.plan.gated is not None,
         "figure_us": figure_stats(reading).to_json(),
         "gross_us": figure_stats(reading, gross=True).to_json(),
     }

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evals.harness.clock_checks import query_flips
+from evals.harness.clock_checks.gated_batch import Blocked, GatedLink, blocked_failure
 from evals.harness.clock_checks.wall_settings import GROWTH, WallSettings
 from evals.harness.failures import Code, Failure
 from evals.harness.measurement.timing import TimingStats, summarize
@@ -292,6 +293,8 @@ class Plan:
         meter: Times the batches' requests; None: the ``clock`` the check runs on.
         q_numel: Elements of a call's q where each call's q is flipped afresh in the batch
             (:mod:`evals.harness.clock_checks.query_flips`), else 0.
+        gated: Queue each batch behind the worker's gate and time it from the opening
+            (:mod:`evals.harness.clock_checks.gated_batch`); None: ungated.
     """
 
     ping_s: float = 0.0
@@ -300,6 +303,7 @@ class Plan:
     timeout_s: float | None = None
     meter: Meter | None = None
     q_numel: int = 0
+    gated: GatedLink | None = None
 
 
 def run_round(
@@ -335,19 +339,31 @@ def run_round(
     budget = settings.budget_s if budget_s is None else budget_s
     start = clock()
     batches: list[Batch] = []
-    calls = _next_calls(before, reported, settings, plan.max_calls, scale, left_s=budget)
+    calls = _capped(_next_calls(before, reported, settings, plan.max_calls, scale, budget), plan)
     # the digests' weights made once per round, before any batch (fresh ones per batch would
     # put their generation, milliseconds for a large GPU output, inside the meter)
     digest_seed = derive_seed(seed, "digest")
     client.request({"op": "wall", "warm": digest_seed}, timeout_s=plan.timeout_s)
     meter = plan.meter or _metered(clock)
     while len(batches) < (settings.batches if count is None else count):
-        offsets = query_flips.shifts(derive_seed(seed, "flips", len(batches)), calls,
+        # a batch thrown away had its offsets written to the gate: the next draws anew
+        retry = (plan.gated.blocked,) if plan.gated is not None and plan.gated.blocked else ()
+        offsets = query_flips.shifts(derive_seed(seed, "flips", len(batches), *retry), calls,
                                      plan.q_numel) if plan.q_numel else []  # fmt: skip
         noop = {"op": "wall", "n": 0}
         worker_ping = _round_trip(client, noop, plan.timeout_s, meter)[0]
         batch = {"op": "wall", "n": calls, "digest_seed": digest_seed, "shifts": offsets}
-        wall, header = _round_trip(client, batch, plan.timeout_s, meter)
+        if plan.gated is None:
+            wall, header = _round_trip(client, batch, plan.timeout_s, meter)
+        else:
+            try:
+                wall, header = plan.gated.round_trip(client, batch, offsets, plan.timeout_s,
+                                                     meter)  # fmt: skip
+            except Blocked:
+                if calls <= 1:
+                    raise WallFailure(blocked_failure(plan.gated)) from None
+                calls = _capped(calls, plan)
+                continue
         digest_s = 0.0
         if plan.verify is not None:
             raw = header.get("digests")  # the candidate's process wrote it: strings or a fail
@@ -366,10 +382,16 @@ def run_round(
         batches.append(Batch(calls, wall, plan.ping_s, worker_s, digest_s, worker_ping, flip_s))
         left = budget - (clock() - start)
         calls = _next_calls([*before, *batches], reported, settings, plan.max_calls, scale, left)
+        calls = _capped(calls, plan)
         planned = any(b.calls >= calls for b in batches)
         if planned and left <= 0:
             break
     return batches
+
+
+def _capped(calls: int, plan: Plan) -> int:
+    """``calls`` within what a gated batch may hold (:attr:`GatedLink.ceiling`)."""
+    return calls if plan.gated is None else max(1, min(calls, plan.gated.ceiling))
 
 
 def _next_calls(

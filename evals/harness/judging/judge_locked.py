@@ -248,7 +248,12 @@ def _workers(target: Target, library: Path | None, settings: RunSettings) -> lis
     keep = settings.keep_worker_log
     workers = [
         WorkerClient(
-            target, library, keep, candidate_upstream=settings.candidate_upstream, clean_env=clean
+            target,
+            library,
+            keep,
+            candidate_upstream=settings.candidate_upstream,
+            clean_env=clean,
+            gated=target.timing.gated_wall,
         )
     ]
     if settings.command != "check" and target.upstreams:

@@ -64,6 +64,9 @@ class TimingSettings:
         accept_rse: A round that stopped on its time cap or trial bound is kept, with no
             second round on fresh inputs, when every implementation's relative standard error
             is at most this (0: only a converged round is; see :func:`settled`).
+        gated_wall: GPU: the wall-clock check queues each batch behind the parent's gate
+            and holds its time to the device time alone
+            (:mod:`evals.harness.clock_checks.gated_batch`).
 
     """
 
@@ -80,6 +83,7 @@ class TimingSettings:
     strict_tolerance: float = 0.25
     strict_rounds: int = 2
     accept_rse: float = 0.0
+    gated_wall: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.strict_rounds <= MAX_STRICT_ROUNDS:

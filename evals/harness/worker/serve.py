@@ -25,6 +25,7 @@ import torch
 from evals.harness.clock_checks.digest import digests
 from evals.harness.failures import Code, Failure, one_line
 from evals.harness.measurement.gpu import release_cached_memory
+from evals.harness.measurement.stream_gate import DeviceGate
 from evals.harness.measurement.timing import Timer, TimingSettings, call_seed, measure
 from evals.harness.sandbox import os_sandbox
 from evals.harness.scenarios import Scenario
@@ -73,6 +74,8 @@ class Worker:
         self.earlier_inputs: list[Inputs] = []
         self._timer: Timer | None = None
         self.timed = TimedOutputs(0)
+        self.gate: DeviceGate | None = None
+        """The parent's gate for gated wall-clock batches (:mod:`evals.harness.worker.gated`)."""
 
     def load_candidate(self, library: str) -> None:
         """Load the candidate's library (its static initialisers run here) and find its ops."""
@@ -392,7 +395,7 @@ def serve(sock: socket.socket, worker: Worker) -> None:
             return
 
 
-def enter_sandbox(worker: Worker) -> dict[str, object]:
+def enter_sandbox(worker: Worker, gate_fd: int | None = None) -> dict[str, object]:
     """Initialise what the candidate's calls will need, then load the OS sandbox.
 
     Before the filter: the CUDA context (GPU) or torch's OpenMP thread pool at the worker's
@@ -401,7 +404,9 @@ def enter_sandbox(worker: Worker) -> dict[str, object]:
     CPU policy lets none be created later): Python stops writing bytecode caches, the temp
     folder is found (by creating a file) and cached, and torch imports its compiler, which
     makes its cache folder, on its first ``use_deterministic_algorithms`` (see
-    :func:`poisoned_allocations`). Returns the sandbox's record (:mod:`os_sandbox`).
+    :func:`poisoned_allocations`). A GPU worker given the parent's gate (``gate_fd``) maps and
+    registers its page now, a driver call the filter need not allow. Returns the sandbox's
+    record (:mod:`os_sandbox`).
     """
     sys.dont_write_bytecode = True
     tempfile.gettempdir()
@@ -410,6 +415,8 @@ def enter_sandbox(worker: Worker) -> dict[str, object]:
         torch.cuda.init()  # type: ignore[no-untyped-call]
         torch.empty(1, device="cuda")
         torch.cuda.synchronize()
+        if gate_fd is not None:
+            worker.gate = DeviceGate(gate_fd)
     else:
         a = torch.ones(256, 256)
         torch.mm(a, a)
@@ -424,7 +431,7 @@ def _memory_limit() -> int | None:
 
 
 def main(argv: list[str], *, writes: str = "not applied") -> int:
-    """Entry point: ``FD TARGET LIBRARY THREADS CANDIDATE_UPSTREAM`` (``-`` for none).
+    """Entry point: ``FD TARGET LIBRARY THREADS CANDIDATE_UPSTREAM [GATE_FD]`` (``-``: none).
 
     A worker that loads a candidate enters the OS sandbox first; its ready message carries
     what protects the process (``protections``), ``writes`` included: the file-write
@@ -439,10 +446,13 @@ def main(argv: list[str], *, writes: str = "not applied") -> int:
     library = None if argv[3] == "-" else argv[3]
     worker = Worker(target, None if argv[5] == "-" else argv[5])
     protections: dict[str, object] = {"seccomp": "not applied: this worker runs no candidate"}
+    gate_fd = int(argv[6]) if len(argv) > 6 and argv[6] != "-" else None
     try:
         if library is not None and worker.candidate_upstream is None:
-            protections = enter_sandbox(worker)
+            protections = enter_sandbox(worker, gate_fd)
             worker.load_candidate(library)
+        elif gate_fd is not None and target.device == "cuda":  # an upstream judged as one
+            worker.gate = DeviceGate(gate_fd)
     except CandidateError as exc:
         channel.send(sock, {"ok": False, "failure": exc.failure.to_json()})
         return 0

@@ -15,9 +15,11 @@ import torch
 from evals.harness.clock_checks.digest import digests, warm
 from evals.harness.clock_checks.query_flips import base_bits, flip, make_mask
 from evals.harness.failures import Code, Failure
+from evals.harness.measurement.stream_gate import DeviceGate
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target
 from evals.harness.worker.errors import CandidateError, candidate_error
+from evals.harness.worker.gated import GatedQueue
 from evals.harness.worker_link import channel
 from evals.harness.worker_link.protocol import fresh_queries
 
@@ -28,6 +30,8 @@ class Host(Protocol):
     target: Target
     ops: Any
     """The candidate's loaded operators; None in a worker that loaded no candidate."""
+    gate: DeviceGate | None
+    """The parent's gate (a GPU candidate's worker whose check gates its batches), or None."""
 
     def prepare(self, inputs: Inputs) -> Callable[[], torch.Tensor]:
         """The candidate call on ``inputs``."""
@@ -57,7 +61,11 @@ class WallBatches:
     keyed by ``digest_seed``), all inside the parent's clock; ``{"outputs": [i, ...]}`` then hands
     over the outputs the parent chose to verify and drops the rest. The worker's own figure
     (``batch_s``) is for the record only: the parent times the request
-    (:mod:`evals.harness.clock_checks.wall_check`).
+    (:mod:`evals.harness.clock_checks.wall_check`). Gated (a GPU candidate's worker given the
+    parent's gate): ``"gated": true`` on the preparing request also runs every kernel once;
+    ``{"n", "digest_seed", "gated": TOKEN}`` queues the batch behind the gate (its offsets come
+    through the gate) and answers ``armed``; ``{"finish": true}`` waits for it and answers the
+    digests (:mod:`evals.harness.worker.gated`).
     """
 
     def __init__(self, worker: Host) -> None:
@@ -68,6 +76,7 @@ class WallBatches:
         self.flips: list[tuple[torch.Tensor, torch.Tensor]] = []
         """Per set: its q's base bits and its sign mask (none: the target refills no q)."""
         self.kept: list[torch.Tensor] = []
+        self.gated: GatedQueue | None = None
 
     def handle(self, req: dict[str, Any]) -> tuple[dict[str, Any], channel.Buffer]:
         """Make inputs, run a batch, hand over outputs, or drop (see the class).
@@ -76,6 +85,8 @@ class WallBatches:
         """
         if "outputs" in req:
             return self._hand_over([int(i) for i in req["outputs"]])
+        if req.get("finish"):
+            return self._finish(), b""
         self.kept = []
         if req.get("drop") or "scenario" in req:
             self.scenario, self.sets, self.calls, self.flips = None, [], [], []
@@ -83,7 +94,8 @@ class WallBatches:
         if n and not self.calls:
             failure = Failure(Code.HARNESS_ERROR, "a wall batch before its scenario was prepared")
             raise CandidateError(failure)
-        if n and ("digest_seed" not in req or (len(req.get("shifts", ())) != n and self.flips)):
+        unshifted = "gated" not in req and len(req.get("shifts", ())) != n and self.flips
+        if n and ("digest_seed" not in req or unshifted):  # gated: the offsets come by the gate
             failure = Failure(Code.HARNESS_ERROR, "a wall batch without its seeds")
             raise CandidateError(failure)
         start = time.perf_counter()
@@ -93,6 +105,8 @@ class WallBatches:
             if "warm" in req and self.scenario is not None:  # the round's digest weights
                 spec = self.worker.target.expected_output(self.scenario)
                 warm(math.prod(spec.shape), int(req["warm"]), spec.device)
+            if n and "gated" in req:
+                return self._arm(n, req), b""
             committed = self._batch(n, req) if n else []
         except Exception as exc:
             self.scenario, self.sets, self.calls, self.flips = None, [], [], []
@@ -119,8 +133,40 @@ class WallBatches:
         if fresh_queries(target, self.sets):
             seed = int(req.get("mask_seed", 0))
             self.flips = [(base_bits(s["q"]), make_mask(s["q"], seed)) for s in self.sets]
+        if req.get("gated"):
+            self._gated().warm([s["q"] for s in self.sets], self.flips, self.calls)
         if target.device == "cuda":
             torch.cuda.synchronize()
+
+    def _gated(self) -> GatedQueue:
+        """The gated queue; a harness error where this worker was given no gate or no flips."""
+        if self.worker.gate is None or not self.flips:
+            why = "no gate" if self.worker.gate is None else "no fresh queries to gate"
+            raise CandidateError(Failure(Code.HARNESS_ERROR, f"a gated wall batch with {why}"))
+        if self.gated is None:
+            self.gated = GatedQueue(self.worker.gate)
+        return self.gated
+
+    def _arm(self, n: int, req: dict[str, Any]) -> dict[str, Any]:
+        """Queue ``n`` calls behind the gate; ``armed`` once all of it is queued."""
+        queries = [s["q"] for s in self.sets]
+        outputs = self._gated().arm(int(req["gated"]), n, int(req["digest_seed"]), queries,
+                                    self.flips, self.calls)  # fmt: skip
+        if not all(isinstance(o, torch.Tensor) for o in outputs):
+            raise CandidateError(Failure(Code.WRONG_SIGNATURE, "a batch call returned no Tensor"))
+        return {"ok": True, "armed": True, "n": n}
+
+    def _finish(self) -> dict[str, Any]:
+        """The gated batch's digests, once the device is done; its outputs kept."""
+        start = time.perf_counter()
+        try:
+            self.kept, committed = self._gated().finish()
+        except CandidateError:
+            raise
+        except Exception as exc:
+            raise candidate_error(exc) from exc
+        answer = {"ok": True, "n": len(committed), "batch_s": time.perf_counter() - start}
+        return {**answer, "digests": committed}
 
     def _batch(self, n: int, req: dict[str, Any]) -> list[str]:
         """``n`` calls back to back (each on a freshly flipped q); their digests."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.harness.failures import PARENT_ONLY, Code, Failure, one_line
+from evals.harness.measurement.stream_gate import Gate
 from evals.harness.sandbox import memory_walls
 from evals.harness.sandbox.hygiene import clean_environment, with_package_root
 from evals.harness.sandbox.os_sandbox import SANDBOX_ENV
@@ -86,6 +87,9 @@ class WorkerClient:
             exits; None keeps it only in memory, for the reasons of crashes.
         candidate_upstream: Self-check mode: this upstream stands in for the candidate.
         clean_env: Start the worker in a cleaned environment (``score``).
+        gated: Give a GPU candidate's worker (or an upstream judged as one) a gate
+            (:attr:`gate`, made afresh at each start) for the wall-clock check's gated
+            batches (:mod:`evals.harness.clock_checks.gated_batch`).
     """
 
     def __init__(
@@ -96,8 +100,13 @@ class WorkerClient:
         *,
         candidate_upstream: str | None = None,
         clean_env: bool = False,
+        gated: bool = False,
     ) -> None:
         self.clean_env = clean_env
+        judged = library is not None or candidate_upstream is not None  # not the upstreams'
+        self.gated = gated and target.device == "cuda" and judged
+        self.gate: Gate | None = None
+        """The parent's side of the worker's gate while it runs (see ``gated``)."""
         self.target = target
         self.library = library
         self.log_path = log_path
@@ -162,6 +171,8 @@ class WorkerClient:
         if self.runs_candidate:
             self.private_dir = Path(tempfile.mkdtemp(prefix="kernelseek-worker-"))
         env = self.environment(os.environ)
+        self.gate = Gate() if self.gated else None
+        fds = (child.fileno(),) if self.gate is None else (child.fileno(), self.gate.fd)
 
         first_to_go = self.runs_candidate
 
@@ -182,6 +193,7 @@ class WorkerClient:
             str(self.library or "-"),
             str(self.threads),
             self.candidate_upstream or "-",
+            "-" if self.gate is None else str(self.gate.fd),
         ]
         self.proc = subprocess.Popen(
             cmd,
@@ -189,7 +201,7 @@ class WorkerClient:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=env,
-            pass_fds=(child.fileno(),),
+            pass_fds=fds,
             start_new_session=True,
             preexec_fn=limit_memory,
         )
@@ -375,6 +387,9 @@ class WorkerClient:
                 self.proc.wait()
         self._keep_output()
         self._sweep()
+        gate, self.gate = self.gate, None
+        if gate is not None:  # the worker that mapped it is gone
+            gate.close()
 
     def _sweep(self) -> None:
         """Note the files the exited worker left in its private folder, then remove it."""

@@ -1,0 +1,124 @@
+"""A wall-clock batch queued behind the parent's gate: the host's issue work out of the interval.
+
+An ungated batch times the worker's host issue with its device work, so a candidate whose
+host issue overlaps its kernels can pad the one to hide a forged report of the other
+(THREATS.md, Known limits). Gated, the worker queues the whole batch behind a gate
+(:mod:`evals.harness.measurement.stream_gate`) and says it is armed; only then does the parent
+write the calls' flip offsets and the token into the gate's page, and its clock runs from
+that write to the answer of a ``finish`` request. The device copies the offsets in when it
+sees the token, so nothing queued can be computed before the opening, and the answer carries
+each output's digest, whose device sums were queued behind the calls: it cannot exist
+before the outputs do. What the interval holds is the batch's device work (flips, calls,
+digests) and one request's round trip; the parent subtracts the round trip, the flips and the
+digests as it times them itself, as for an ungated batch.
+
+Everything queued behind a closed gate waits in the stream's launch queue, which holds
+about a thousand operations before the next launch blocks; the host then waits for the
+device, which waits for the gate (session 36, an H100). A worker that has not said it is
+armed within :data:`ARM_TIMEOUT_S` is let go (the gate opened for it), its batch thrown away,
+and the link's ceiling on calls halved for every later batch of the check.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evals.harness.failures import Code, Failure
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from evals.harness.measurement.stream_gate import Gate
+
+__all__ = ["ARM_TIMEOUT_S", "Blocked", "GatedLink", "blocked_failure"]
+
+ARM_TIMEOUT_S = 5.0
+"""Seconds the parent waits for ``armed`` before it opens the gate to let the worker go."""
+MAX_CALLS = 128
+"""Calls of a gated batch at first: with three flip launches and a call's few, well within
+the launch queue (s36: 128 calls of five or six operations armed, with three more not)."""
+
+
+class Blocked(Exception):
+    """The worker did not arm in time; the batch was thrown away (see the module)."""
+
+
+@dataclass
+class GatedLink:
+    """How many calls a batch behind one worker's gate may hold, learnt over its checks.
+
+    The gate itself is the worker client's (``client.gate``: made afresh at each start).
+
+    Attributes:
+        ceiling: Calls a batch may have at most; halved each time arming blocks.
+        blocked: Batches thrown away because arming blocked.
+    """
+
+    ceiling: int = MAX_CALLS
+    blocked: int = 0
+
+    def round_trip(
+        self,
+        client: Any,
+        header: dict[str, Any],
+        offsets: Sequence[int],
+        timeout_s: float | None,
+        meter: Callable[[Callable[[], Any]], tuple[float, Any]],
+    ) -> tuple[float, dict[str, Any]]:
+        """Arm, open, finish: the seconds from the opening to the ``finish`` answer.
+
+        ``client`` is the worker's client (its ``gate`` the parent's side of the gate);
+        ``header`` the ungated batch's request; ``offsets`` its calls' flip offsets (sent only
+        through the gate). Raises :class:`Blocked` when arming blocked.
+        """
+        gate: Gate = client.gate
+        payload = b"".join(int(o).to_bytes(8, "little") for o in offsets)
+        token = secrets.randbits(32) or 1
+        lock, armed, opened_early = threading.Lock(), threading.Event(), threading.Event()
+
+        def let_go() -> None:
+            with lock:
+                if not armed.is_set():
+                    opened_early.set()
+                    gate.open(token, payload)
+
+        timer = threading.Timer(ARM_TIMEOUT_S, let_go)
+        timer.start()
+        try:
+            request = {key: value for key, value in header.items() if key != "shifts"}
+            client.request({**request, "gated": token}, timeout_s=timeout_s)
+        finally:
+            with lock:
+                armed.set()
+            timer.cancel()
+        finish = {"op": "wall", "finish": True}
+        if opened_early.is_set():
+            try:
+                client.request(finish, timeout_s=timeout_s)
+            finally:
+                gate.shut()
+            self.blocked += 1
+            self.ceiling = max(1, min(self.ceiling, len(offsets)) // 2)
+            raise Blocked
+
+        def opened_and_finished() -> dict[str, Any]:
+            gate.open(token, payload)
+            answer, _ = client.request(finish, timeout_s=timeout_s)
+            return dict(answer)
+
+        try:
+            return meter(opened_and_finished)
+        finally:
+            gate.shut()
+
+
+def blocked_failure(link: GatedLink) -> Failure:
+    """The failure when a batch of one call cannot be armed behind the gate."""
+    reason = (
+        "one call alone fills the stream's launch queue behind the wall-clock check's gate "
+        f"(arming blocked {link.blocked} times): over a thousand operations a call"
+    )
+    return Failure(Code.TIMING_MISMATCH, reason)

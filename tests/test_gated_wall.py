@@ -1,0 +1,222 @@
+"""Gated wall-clock batches on the CPU (``clock_checks/gated_batch.py``, ``worker/gated.py``).
+
+The parent's side on a real gate page with fake workers: the offsets travel only through the
+gate, the clock runs from the opening, a worker that cannot arm is let go and its batch thrown
+away with the calls halved and new offsets drawn. The worker's side on CPU tensors with a gate
+that opens at once: each call sees its own flipped q and the digests bind the outputs. The
+GPU runs are ``tests/gpu/test_gated_wall.py``.
+"""
+
+import struct
+import time
+
+import pytest
+import torch
+
+from evals.harness.clock_checks import digest, gated_batch, query_flips, wall_clock
+from evals.harness.clock_checks.gated_batch import Blocked, GatedLink
+from evals.harness.clock_checks.wall_settings import GPU_GATED_WALL
+from evals.harness.measurement.stream_gate import PAYLOAD_OFFSET, Gate
+from evals.harness.targets import get_target
+from evals.harness.worker import gated as worker_gated
+from evals.harness.worker.gated import GatedQueue
+from evals.harness.worker.serve import CandidateError, WallBatches
+from evals.harness.worker_link import channel
+
+
+def _offsets(gate, n):
+    raw = gate.page[PAYLOAD_OFFSET : PAYLOAD_OFFSET + 8 * n]
+    return [v for (v,) in struct.iter_unpack("<Q", raw)]
+
+
+def _token(gate):
+    return struct.unpack_from("<I", gate.page, 0)[0]
+
+
+class GatedWorker:
+    """A worker behind a real gate page: arms at once unless ``fits`` calls are too few, then
+    waits (as a full launch queue would) until the gate's token is written."""
+
+    def __init__(self, fits=1000, per_call_s=0.0):
+        self.gate, self.fits, self.per_call_s = Gate(), fits, per_call_s
+        self.requests, self.seen_at_arm, self.opened_with, self.released = [], [], [], []
+        self.armed_n = 0
+
+    def request(self, header, timeout_s=None):
+        self.requests.append(header)
+        if "gated" in header:
+            self.seen_at_arm.append((_token(self.gate), _offsets(self.gate, header["n"])))
+            self.armed_n, self.was_blocked = header["n"], header["n"] > self.fits
+            if self.was_blocked:  # blocked until the parent lets it go
+                while _token(self.gate) != header["gated"]:
+                    time.sleep(0.01)
+                self.released.append(_offsets(self.gate, header["n"]))
+            return {"ok": True, "armed": True, "n": header["n"]}, b""
+        if header.get("finish"):
+            assert _token(self.gate) != 0, "finish before the opening"
+            if not self.was_blocked:
+                self.opened_with.append(_offsets(self.gate, self.armed_n))
+            time.sleep(self.per_call_s * self.armed_n)
+            return {"ok": True, "n": self.armed_n, "digests": ["d"] * self.armed_n}, b""
+        if header.get("n"):
+            raise AssertionError("an ungated batch sent to a gated worker")
+        return {"ok": True, "n": 0}, b""
+
+
+def _meter(request):
+    t0 = time.perf_counter()
+    answer = request()
+    return time.perf_counter() - t0, answer
+
+
+def test_the_offsets_reach_the_worker_only_through_the_gate_and_the_clock_starts_there():
+    worker = GatedWorker(per_call_s=0.002)
+    try:
+        header = {"op": "wall", "n": 5, "digest_seed": 9, "shifts": [1, 2, 3, 4, 5]}
+        seconds, answer = GatedLink().round_trip(worker, header, [1, 2, 3, 4, 5], 60.0, _meter)
+        arm = worker.requests[0]
+        assert "shifts" not in arm and arm["n"] == 5 and arm["digest_seed"] == 9
+        assert worker.seen_at_arm == [(0, [0] * 5)]  # nothing in the page while it armed
+        assert worker.opened_with == [[1, 2, 3, 4, 5]]
+        assert answer["digests"] == ["d"] * 5
+        assert seconds >= 0.01  # the finish's work is inside the interval
+        assert worker.gate.page[:] == bytes(len(worker.gate.page))  # shut for the next batch
+    finally:
+        worker.gate.close()
+
+
+def test_a_worker_that_cannot_arm_is_let_go_and_its_batch_thrown_away(monkeypatch):
+    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.2)
+    worker = GatedWorker(fits=10)
+    link = GatedLink(ceiling=64)
+    try:
+        with pytest.raises(Blocked):
+            link.round_trip(worker, {"op": "wall", "n": 64, "digest_seed": 1}, list(range(64)),
+                            60.0, _meter)
+        assert link.ceiling == 32 and link.blocked == 1
+        assert [r.get("finish") for r in worker.requests] == [None, True]  # drained, untimed
+        assert worker.gate.page[:] == bytes(len(worker.gate.page))
+    finally:
+        worker.gate.close()
+
+
+def test_a_round_halves_its_calls_until_they_arm_and_draws_new_offsets(monkeypatch):
+    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.1)
+    worker = GatedWorker(fits=20)
+    link = GatedLink(ceiling=128)
+    plan = wall_clock.Plan(ping_s=0.0, q_numel=10_000, gated=link)
+    try:
+        batches = wall_clock.run_round(worker, 10.0, GPU_GATED_WALL, plan=plan, count=3)
+        arms = [r for r in worker.requests if "gated" in r]
+        # 2 and 8 calls arm; 32 blocks and halves the ceiling to 16, which arms
+        assert [b.calls for b in batches] == [2, 8, 16]
+        assert link.ceiling == 16 and link.blocked == 1
+        # what a thrown-away batch's gate held (the worker could read it) is never used again
+        assert len(worker.released) == 1
+        assert not any(o == r[: len(o)] for o in worker.opened_with for r in worker.released)
+        assert len({tuple(o) for o in worker.opened_with}) == len(worker.opened_with)
+        assert [r["n"] for r in arms] == [2, 8, 32, 16]
+    finally:
+        worker.gate.close()
+
+
+def test_a_single_call_that_cannot_arm_fails_the_check(monkeypatch):
+    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.05)
+    worker = GatedWorker(fits=0)
+    plan = wall_clock.Plan(ping_s=0.0, q_numel=1000, gated=GatedLink(ceiling=2))
+    try:
+        with pytest.raises(wall_clock.WallFailure, match="launch queue"):
+            wall_clock.run_round(worker, 10.0, GPU_GATED_WALL, plan=plan, count=2)
+    finally:
+        worker.gate.close()
+
+
+# --- the worker's side, on CPU tensors --------------------------------------------------------
+
+
+class OpenGate:
+    """A device gate already open: the offsets are in the payload tensor as soon as queued."""
+
+    def __init__(self, offsets):
+        self.offsets, self.tokens = offsets, []
+
+    def queue(self, token, payload):
+        self.tokens.append(token)
+        payload.copy_(torch.tensor(self.offsets[: payload.numel()], dtype=torch.int64))
+
+
+def test_each_queued_call_sees_its_own_flipped_query_and_the_digests_bind_them(monkeypatch):
+    monkeypatch.setattr(worker_gated.torch.cuda, "synchronize", lambda: None)
+    torch.manual_seed(0)
+    sets = [torch.randn(4, 8) for _ in range(2)]
+    flips = [(query_flips.base_bits(q), query_flips.make_mask(q, 3)) for q in sets]
+    calls = [lambda q=q: q * 2 for q in sets]  # an output that shows the q it saw
+    offsets = [5, 17, 0, 32, 9]
+    queue = GatedQueue(OpenGate(offsets))
+    queue.warm(sets, flips, calls)
+    queue.arm(7, len(offsets), 11, sets, flips, calls)
+    outputs, committed = queue.finish()
+    assert queue.gate.tokens == [7] and len(outputs) == len(committed) == 5
+    for i, (out, shift) in enumerate(zip(outputs, offsets, strict=True)):
+        expected = sets[i % 2].clone()
+        query_flips.flip(expected, flips[i % 2][0], flips[i % 2][1], shift)
+        assert torch.equal(out, expected * 2), i
+        assert digest.hashed(digest.device_sums([out], 11), 11)[0] == committed[i]
+    assert len(set(committed)) == 5
+
+
+def test_a_batch_before_its_kernels_ran_once_is_refused():
+    queue = GatedQueue(OpenGate([0]))
+    with pytest.raises(RuntimeError, match="warmed"):
+        queue.arm(1, 1, 1, [torch.zeros(2)], [(torch.zeros(2), torch.zeros(4))], [lambda: 0])
+
+
+def test_the_gated_settings_hold_the_device_time_alone_within_a_tenth():
+    assert GPU_GATED_WALL.tolerance == pytest.approx(0.10)
+    assert not GPU_GATED_WALL.serial and GPU_GATED_WALL.max_calls <= gated_batch.MAX_CALLS
+    # U for a 20 us call at the bound: 22 us + 2 us + 20 us spread over the batch
+    assert wall_clock.bound_us(20.0, GPU_GATED_WALL, 100) == pytest.approx(24.2)
+
+
+class GatedStub:
+    """The worker's side of ``WallBatches`` with a gate: the CPU target, a call noting its q."""
+
+    def __init__(self, offsets):
+        self.target = get_target("cpu_attention")
+        self.gate, self.seen, self.ops = OpenGate(offsets), [], None
+
+    def prepare(self, inputs):
+        def call():
+            self.seen.append(inputs["q"].clone())
+            return inputs["q"] * 2
+
+        return call
+
+
+def test_a_wall_op_arms_behind_the_gate_finishes_with_digests_and_keeps_the_outputs(monkeypatch):
+    monkeypatch.setattr(worker_gated.torch.cuda, "synchronize", lambda: None)
+    scenario = get_target("cpu_attention").load_suite("smoke").scenarios[1]
+    offsets = [3, 40, 7, 0]
+    stub = GatedStub(offsets)
+    wall = WallBatches(stub)
+    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seeds": [3, 4], "mask_seed": 4,
+                 "gated": True})
+    warmed = len(stub.seen)  # every set's call ran once, ungated
+    armed, _ = wall.handle({"op": "wall", "n": 4, "digest_seed": 5, "gated": 77})
+    assert armed == {"ok": True, "armed": True, "n": 4} and warmed == 2
+    done, _ = wall.handle({"op": "wall", "finish": True})
+    assert done["n"] == 4 and len(set(done["digests"])) == 4
+    handed, payload = wall.handle({"op": "wall", "outputs": [2]})
+    out = channel.unpack_tensors(handed["tensors"], payload)[0]
+    assert torch.equal(out, stub.seen[warmed + 2] * 2)
+    assert digest.hashed(digest.device_sums([out], 5), 5)[0] == done["digests"][2]
+
+
+def test_a_gated_request_to_a_worker_given_no_gate_is_a_harness_error():
+    scenario = get_target("cpu_attention").load_suite("smoke").scenarios[1]
+    stub = GatedStub([0])
+    stub.gate = None
+    wall = WallBatches(stub)
+    with pytest.raises(CandidateError, match="no gate"):
+        wall.handle({"op": "wall", "scenario": scenario.to_json(), "seeds": [3],
+                     "mask_seed": 4, "gated": True})
