@@ -143,7 +143,12 @@ class Fa3Hopper(Target):
             accuracy=accuracy
             or AccuracyRule(baseline="fa3", floors={"bfloat16": 2e-3, "float8_e4m3fn": 2e-3}),
             timing=TimingSettings(
-                warmup=2, min_trials=10, max_trials=100, time_cap_s=1.0, fresh_queries=True
+                warmup=2,
+                min_trials=10,
+                max_trials=100,
+                time_cap_s=1.0,
+                fresh_queries=True,
+                gated_wall=True,
             ),
             limits=WorkerLimits(call_timeout_s=120.0),
             upstreams=fa3_upstreams() if upstreams is None else upstreams,

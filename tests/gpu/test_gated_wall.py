@@ -1,0 +1,61 @@
+"""The gated wall-clock check on a GPU (``pytest -m gpu``): honest work within a tenth, forges not.
+
+Each batch is queued behind the parent's gate and timed from its opening
+(:mod:`evals.harness.clock_checks.gated_batch`), so the host's issue work is out of the
+interval and U is held to the device time alone, within 1.10x. An honest kernel and FA3 judged
+as the candidate pass it on every timed smoke scenario; a forge of ``timer_forge_padded.cu``
+that reports 0.85 of each call (inside the trace check's 1.25x, its host issue padded past the
+ungated check's reach) fails it.
+"""
+
+import importlib.util
+
+import pytest
+
+from evals.harness import Code, RunSettings, evaluate
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.gpu
+
+PREFILL = "smoke-bf16-d128-s512-b2-h8k2-causal"
+
+
+def _wall_checks(verdict):
+    """Each timed scenario's wall-clock figures and what the check said."""
+    return {r.scenario.id: (r.timing.get("wall", {}), r.checks.get("wall_clock", ""))
+            for r in verdict.results if "candidate" in r.times}  # fmt: skip
+
+
+@pytest.mark.parametrize("who", ["start.cu", "fa3"])
+def test_honest_work_passes_the_gated_check_on_every_timed_scenario(who):
+    kernel = ROOT / "kernels" / "fa3_hopper" / "start.cu" if who == "start.cu" else None
+    verdict = evaluate(RunSettings("bench", "fa3_hopper", kernel, suite="smoke",
+                                   candidate_upstream=None if kernel else "fa3"))  # fmt: skip
+    checks = _wall_checks(verdict)
+    assert checks and verdict.status == "ok", verdict.to_json()["checks"]
+    for scenario, (figures, said) in checks.items():
+        assert figures.get("gated") is True and said.startswith("passed"), (scenario, said)
+        ratio = figures["per_call_us"] / figures["reported_us"]
+        print(f"{who} {scenario}: U {figures['per_call_us']:.1f} us, reported "
+              f"{figures['reported_us']:.1f} us, {ratio:.3f}")
+
+
+def _forge_gain():
+    path = ROOT / "benchmarks" / "gpu_forge_gain.py"
+    spec = importlib.util.spec_from_file_location("gpu_forge_gain", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_forge_inside_the_trace_checks_bound_fails_the_gated_check(tmp_path):
+    forged, twin = _forge_gain().variants(tmp_path, keep=0.85, hide_us=0, floor=0.85, pad_us=300)
+    verdicts = {
+        kernel.name: evaluate(RunSettings("bench", "fa3_hopper", kernel, suite="smoke",
+                                          scenario_ids=(PREFILL,), call_timeout_s=15))
+        for kernel in (forged, twin)
+    }  # fmt: skip
+    assert verdicts[twin.name].status == "ok", verdicts[twin.name].to_json()["checks"]
+    failures = [r.failure for r in verdicts[forged.name].results if r.failure is not None]
+    assert failures and failures[0].code == Code.TIMING_MISMATCH, failures
+    assert "the parent's clock saw" in failures[0].reason
