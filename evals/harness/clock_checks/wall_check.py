@@ -168,6 +168,7 @@ def _run(
         mask_seed=mask_seed,
         client=client,
         accuracy=candidate,
+        gated=gate,
     )
     out = session.target.expected_output(scenario)
     out_bytes = max(1, math.prod(out.shape) * out.dtype.itemsize)
