@@ -220,3 +220,28 @@ def test_a_gated_request_to_a_worker_given_no_gate_is_a_harness_error():
     with pytest.raises(CandidateError, match="no gate"):
         wall.handle({"op": "wall", "scenario": scenario.to_json(), "seeds": [3],
                      "mask_seed": 4, "gated": True})
+
+
+@pytest.mark.parametrize(("set_bytes", "sets", "copies"), [
+    (8 << 20, 3, 5),  # 24 MB a round against 2 x 50 MB: five copies
+    (200 << 20, 3, 1),  # a round larger than the L2 is cold by itself
+    (1 << 10, 3, gated_batch.MAX_COPIES),  # tiny inputs: capped
+    (0, 3, 1),
+])
+def test_enough_copies_of_a_rounds_sets_to_fill_twice_the_l2(set_bytes, sets, copies):
+    assert gated_batch.cold_copies(set_bytes, sets, 50 << 20) == copies
+
+
+def test_copies_of_the_rounds_sets_are_cycled_in_order_with_the_same_work(monkeypatch):
+    monkeypatch.setattr(worker_gated.torch.cuda, "synchronize", lambda: None)
+    scenario = get_target("cpu_attention").load_suite("smoke").scenarios[1]
+    stub = GatedStub([0, 0, 0, 0, 0, 0])
+    wall = WallBatches(stub)
+    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seeds": [3, 4], "mask_seed": 4,
+                 "gated": True, "copies": 3})
+    assert len(wall.sets) == 6
+    for i, inputs in enumerate(wall.sets):
+        twin = wall.sets[i % 2]
+        assert torch.equal(inputs["k"], twin["k"]) and torch.equal(inputs["v"], twin["v"])
+        if i >= 2:  # its own memory: cold while the others run
+            assert inputs["k"].data_ptr() != twin["k"].data_ptr()

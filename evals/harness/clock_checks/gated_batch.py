@@ -21,6 +21,7 @@ and the link's ceiling on calls halved for every later batch of the check.
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 from dataclasses import dataclass
@@ -33,13 +34,29 @@ if TYPE_CHECKING:
 
     from evals.harness.measurement.stream_gate import Gate
 
-__all__ = ["ARM_TIMEOUT_S", "Blocked", "GatedLink", "blocked_failure"]
+__all__ = ["ARM_TIMEOUT_S", "Blocked", "GatedLink", "blocked_failure", "cold_copies"]
 
 ARM_TIMEOUT_S = 5.0
 """Seconds the parent waits for ``armed`` before it opens the gate to let the worker go."""
 MAX_CALLS = 128
 """Calls of a gated batch at first: with three flip launches and a call's few, well within
 the launch queue (s36: 128 calls of five or six operations armed, with three more not)."""
+
+
+MAX_COPIES = 16
+"""Most copies of a round's input sets a gated batch cycles through."""
+
+
+def cold_copies(set_bytes: int, sets: int, l2_bytes: int) -> int:
+    """Copies of a round's ``sets`` input sets (``set_bytes`` each) that fill twice the L2.
+
+    A gated batch flushes nothing between its calls (a flush in the candidate's process binds
+    nothing: it could be skipped), so its inputs are kept cold by cycling through enough
+    copies that a set's inputs were evicted by the others' since its last call.
+    """
+    if set_bytes <= 0 or sets <= 0:
+        return 1
+    return max(1, min(MAX_COPIES, math.ceil(2 * l2_bytes / (sets * set_bytes))))
 
 
 class Blocked(Exception):

@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from evals.harness.clock_checks import channel_cost
-from evals.harness.clock_checks.gated_batch import GatedLink
+from evals.harness.clock_checks.gated_batch import GatedLink, cold_copies
 from evals.harness.clock_checks.wall_clock import (
     Batch,
     Clock,
@@ -184,6 +186,7 @@ def _run(
     prepare = {"op": "wall", "scenario": scenario.to_json(), "seeds": sets, "mask_seed": mask_seed}
     if plan.gated is not None:
         prepare["gated"] = True
+        prepare["copies"] = _cold_copies(session, scenario, sets)
     try:
         t_prepare = time.monotonic()  # the worker making its input sets and flips
         client.request(prepare if candidate else {**prepare, "impl": impl}, timeout_s=timeout)
@@ -209,6 +212,16 @@ def _run(
         for part, seconds in {**verifier.parts, "wall_prepare": prepare_s}.items():
             result.seconds[part] = result.seconds.get(part, 0.0) + seconds
     return _Run(batches, rounds, verifier, plan, settings)
+
+
+def _cold_copies(session: Session, scenario: Scenario, seeds: Sequence[int]) -> int:
+    """Copies of the round's sets that keep a gated batch's inputs cold (:func:`cold_copies`)."""
+    one = session.target.make_timing_inputs(scenario, list(seeds[:1]))[0]
+    tensors = [v for v in one.values() if isinstance(v, torch.Tensor)]
+    size = sum(t.numel() * t.element_size() for t in tensors)
+    l2 = torch.cuda.get_device_properties(tensors[0].device).L2_cache_size if tensors else 0
+    del one, tensors
+    return cold_copies(size, len(seeds), l2)
 
 
 def _cpu_meter(session: Session, client: WorkerClient) -> CpuMeter | None:

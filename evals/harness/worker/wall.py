@@ -64,8 +64,10 @@ class WallBatches:
     (:mod:`evals.harness.clock_checks.wall_check`). Gated (a GPU candidate's worker given the
     parent's gate): ``"gated": true`` on the preparing request also runs every kernel once;
     ``{"n", "digest_seed", "gated": TOKEN}`` queues the batch behind the gate (its offsets come
-    through the gate) and answers ``armed``; ``{"finish": true}`` waits for it and answers the
-    digests (:mod:`evals.harness.worker.gated`).
+    through the gate) and answers ``armed``; ``"copies": C`` on the preparing request cycles the
+    calls through C copies of the round's sets (cold inputs without a flush);
+    ``{"finish": true}`` waits for it and answers the digests
+    (:mod:`evals.harness.worker.gated`).
     """
 
     def __init__(self, worker: Host) -> None:
@@ -120,7 +122,11 @@ class WallBatches:
         """The timing round's input sets, a call on each, and each set's flips."""
         target = self.worker.target
         self.scenario = scenario
-        self.sets = target.make_timing_inputs(scenario, [int(x) for x in req["seeds"]])
+        sets = target.make_timing_inputs(scenario, [int(x) for x in req["seeds"]])
+        # copies of the round's sets, cycled in order (call i on set i % len: the same work as
+        # set i % len(seeds)), so that a gated batch's inputs are cold without a flush
+        copies = max(1, int(req.get("copies", 1)))
+        self.sets = sets + [_copy(s) for _ in range(copies - 1) for s in sets]
         impl = str(req.get("impl", "candidate"))
         if impl != "candidate" and self.worker.ops is not None:
             reason = "an upstream's wall batches asked of a worker that loaded a candidate"
@@ -197,3 +203,8 @@ class WallBatches:
             raise CandidateError(failure)
         metas, payload = channel.pack_tensors([kept[i] for i in chosen])
         return {"ok": True, "tensors": metas}, payload
+
+
+def _copy(inputs: Inputs) -> Inputs:
+    """The same inputs in memory of their own."""
+    return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
