@@ -13,6 +13,7 @@ import time
 import pytest
 import torch
 
+from evals.harness import Code
 from evals.harness.clock_checks import digest, gated_batch, query_flips, wall_clock
 from evals.harness.clock_checks.gated_batch import Blocked, GatedLink
 from evals.harness.clock_checks.wall_settings import GPU_GATED_WALL
@@ -120,13 +121,17 @@ def test_a_round_halves_its_calls_until_they_arm_and_draws_new_offsets(monkeypat
         worker.gate.close()
 
 
-def test_a_single_call_that_cannot_arm_fails_the_check(monkeypatch):
+@pytest.mark.parametrize("fits", [0, 1, 12])
+def test_blocking_batches_down_to_a_few_calls_fails_the_check(monkeypatch, fits):
+    # a candidate that blocked every batch of more than a few calls would spread the batch's
+    # allowance over those few: blocked at 16 calls or fewer, the check fails instead
     monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.05)
-    worker = GatedWorker(fits=0)
-    plan = wall_clock.Plan(ping_s=0.0, q_numel=1000, gated=GatedLink(ceiling=2))
+    worker = GatedWorker(fits=fits)
+    plan = wall_clock.Plan(ping_s=0.0, q_numel=1000, gated=GatedLink())
     try:
-        with pytest.raises(wall_clock.WallFailure, match="launch queue"):
-            wall_clock.run_round(worker, 10.0, GPU_GATED_WALL, plan=plan, count=2)
+        with pytest.raises(wall_clock.WallFailure, match="launch queue") as caught:
+            wall_clock.run_round(worker, 1.0, GPU_GATED_WALL, plan=plan, count=4)
+        assert caught.value.failure.code == Code.TIMING_MISMATCH
     finally:
         worker.gate.close()
 

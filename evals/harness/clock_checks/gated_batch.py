@@ -34,7 +34,14 @@ if TYPE_CHECKING:
 
     from evals.harness.measurement.stream_gate import Gate
 
-__all__ = ["ARM_TIMEOUT_S", "Blocked", "GatedLink", "blocked_failure", "cold_copies"]
+__all__ = [
+    "ARM_TIMEOUT_S",
+    "MIN_ARMED_CALLS",
+    "Blocked",
+    "GatedLink",
+    "blocked_failure",
+    "cold_copies",
+]
 
 ARM_TIMEOUT_S = 5.0
 """Seconds the parent waits for ``armed`` before it opens the gate to let the worker go."""
@@ -57,6 +64,13 @@ def cold_copies(set_bytes: int, sets: int, l2_bytes: int) -> int:
     if set_bytes <= 0 or sets <= 0:
         return 1
     return max(1, min(MAX_COPIES, math.ceil(2 * l2_bytes / (sets * set_bytes))))
+
+
+MIN_ARMED_CALLS = 16
+"""A batch of this many calls or fewer that cannot be armed fails the check: an honest call
+queues a few operations (16 calls with their flips fit the launch queue at up to about 60
+each), while a candidate that blocked its batches down to a few calls would spread the
+batch's allowance (``overhead_us``) over them and loosen its bound."""
 
 
 class Blocked(Exception):
@@ -132,10 +146,10 @@ class GatedLink:
             gate.shut()
 
 
-def blocked_failure(link: GatedLink) -> Failure:
-    """The failure when a batch of one call cannot be armed behind the gate."""
+def blocked_failure(link: GatedLink, calls: int) -> Failure:
+    """The failure when a batch of ``calls`` (at most :data:`MIN_ARMED_CALLS`) cannot be armed."""
     reason = (
-        "one call alone fills the stream's launch queue behind the wall-clock check's gate "
-        f"(arming blocked {link.blocked} times): over a thousand operations a call"
+        f"a batch of {calls} calls fills the stream's launch queue behind the wall-clock "
+        f"check's gate (arming blocked {link.blocked} times): dozens of operations a call"
     )
     return Failure(Code.TIMING_MISMATCH, reason)

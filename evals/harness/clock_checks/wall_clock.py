@@ -49,7 +49,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evals.harness.clock_checks import query_flips
-from evals.harness.clock_checks.gated_batch import Blocked, GatedLink, blocked_failure
+from evals.harness.clock_checks.gated_batch import (
+    MIN_ARMED_CALLS,
+    Blocked,
+    GatedLink,
+    blocked_failure,
+)
 from evals.harness.clock_checks.wall_settings import GROWTH, WallSettings
 from evals.harness.failures import Code, Failure
 from evals.harness.measurement.timing import TimingStats, summarize
@@ -360,8 +365,8 @@ def run_round(
                 wall, header = plan.gated.round_trip(client, batch, offsets, plan.timeout_s,
                                                      meter)  # fmt: skip
             except Blocked:
-                if calls <= 1:
-                    raise WallFailure(blocked_failure(plan.gated)) from None
+                if calls <= MIN_ARMED_CALLS:
+                    raise WallFailure(blocked_failure(plan.gated, calls)) from None
                 calls = _capped(calls, plan)
                 continue
         digest_s = 0.0
