@@ -9,7 +9,7 @@ it to that; what both ends share is :mod:`evals.harness.worker_link.protocol`); 
 program with ``python -m evals.worker_entry`` (:mod:`evals.harness.worker_link.worker_client`).
 
 Modules: ``serve`` (the request loop), ``wall`` (back-to-back batches for the parent's
-clock), ``warm`` (upstream warm-up calls), ``timed_outputs`` (outputs kept from timed calls),
+clock), ``gated`` (a batch queued behind the parent's gate), ``warm`` (upstream warm-up calls), ``timed_outputs`` (outputs kept from timed calls),
 ``errors`` (a candidate's exceptions as failures), ``heap`` (freed memory kept for reuse).
 """
 
@@ -21,6 +21,7 @@ SHARED = (
     "evals.harness.clock_checks.digest",
     "evals.harness.clock_checks.query_flips",
     "evals.harness.measurement.gpu",
+    "evals.harness.measurement.stream_gate",
     "evals.harness.measurement.timing",
     "evals.harness.sandbox.confine",
     "evals.harness.sandbox.hygiene",
