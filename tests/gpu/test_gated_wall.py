@@ -17,7 +17,9 @@ from tests.helpers import ROOT
 
 pytestmark = pytest.mark.gpu
 
-PREFILL = "smoke-bf16-d128-s512-b2-h8k2-causal"
+FP8 = "smoke-fp8-d256-s256-b1-h4-causal"
+"""A call of about 75 us (start.cu on an H100): the forge's 1.18x stands clear of the bound's
+1.10x + 0.5 us + 20 us a batch, whatever the batch's calls."""
 
 
 def _wall_checks(verdict):
@@ -52,7 +54,7 @@ def test_a_forge_inside_the_trace_checks_bound_fails_the_gated_check(tmp_path):
     forged, twin = _forge_gain().variants(tmp_path, keep=0.85, hide_us=0, floor=0.85, pad_us=300)
     verdicts = {
         kernel.name: evaluate(RunSettings("bench", "fa3_hopper", kernel, suite="smoke",
-                                          scenario_ids=(PREFILL,), call_timeout_s=15))
+                                          scenario_ids=(FP8,), call_timeout_s=15))
         for kernel in (forged, twin)
     }  # fmt: skip
     assert verdicts[twin.name].status == "ok", verdicts[twin.name].to_json()["checks"]
