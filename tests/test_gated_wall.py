@@ -102,7 +102,9 @@ def test_a_worker_that_cannot_arm_is_let_go_and_its_batch_thrown_away(monkeypatc
 
 
 def test_a_round_halves_its_calls_until_they_arm_and_draws_new_offsets(monkeypatch):
-    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.1)
+    # long enough that a batch that fits arms first on a busy host, short for the one that
+    # does not
+    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 1.0)
     worker = GatedWorker(fits=20)
     link = GatedLink(ceiling=128)
     plan = wall_clock.Plan(ping_s=0.0, q_numel=10_000, gated=link)
@@ -125,7 +127,7 @@ def test_a_round_halves_its_calls_until_they_arm_and_draws_new_offsets(monkeypat
 def test_blocking_batches_down_to_a_few_calls_fails_the_check(monkeypatch, fits):
     # a candidate that blocked every batch of more than a few calls would spread the batch's
     # allowance over those few: blocked at 16 calls or fewer, the check fails instead
-    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.5)
     worker = GatedWorker(fits=fits)
     plan = wall_clock.Plan(ping_s=0.0, q_numel=1000, gated=GatedLink())
     try:
