@@ -14,7 +14,8 @@ digests as it times them itself, as for an ungated batch.
 
 Everything queued behind a closed gate waits in the stream's launch queue, which holds
 about a thousand operations before the next launch blocks; the host then waits for the
-device, which waits for the gate (session 36, an H100). A worker that has not said it is
+device, which waits for the gate (the likely cause of the prototype's hang on an H100 in
+session 36; whatever blocks the arming, the check below holds). A worker that has not said it is
 armed within :data:`ARM_TIMEOUT_S` is let go (the gate opened for it), its batch thrown away,
 and the link's ceiling on calls halved for every later batch of the check.
 """
