@@ -1,5 +1,7 @@
-"""GPU tests: build the CUDA kernels the selected tests use at once, in parallel, first."""
+"""GPU tests: build the CUDA kernels the selected tests use at once, in parallel, first; a test
+whose own process works the GPU holds the harness's device lock (:func:`device_alone`)."""
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -46,3 +48,28 @@ def prebuilt_kernels(request):
     failed = {k: r.failure.reason for k, r in results.items() if r.failure is not None}
     print(f"\nprebuilt {len(results)} kernels; build failures: {failed}")
     return results
+
+
+@contextlib.contextmanager
+def gpu_held(*, shared: bool):
+    """Hold the harness's lock of the GPU, as a run's checks (shared) or its timing does.
+
+    The GPU tests run side by side (``-n``): GPU work a test makes outside the harness would
+    otherwise share the device with another test's timed or traced calls (a context switch
+    inside a traced kernel's recorded duration fails an honest kernel's trace check).
+    """
+    from evals.harness.measurement.device_lock import device_lock
+    from evals.harness.targets import get_target
+
+    what = "a GPU test's own work"
+    with device_lock(get_target("fa3_hopper").device_key(), what=what, timeout_s=900,
+                     shared=shared):
+        yield
+
+
+@pytest.fixture
+def device_alone():
+    """The test's GPU work holds the device's lock exclusive (it times, or must not be timed
+    beside: see :func:`gpu_held`)."""
+    with gpu_held(shared=False):
+        yield

@@ -10,7 +10,7 @@ from evals.harness.measurement.gpu import CudaEventTimer
 from evals.harness.measurement.timing import TimingSettings, measure
 from evals.harness.targets import get_target
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("device_alone")]
 
 DECODE = "smoke-bf16-d128-q16-b2-c2048-h32k8-causal"
 

@@ -12,7 +12,7 @@ import torch
 
 from evals.harness.clock_checks import digest
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("device_alone")]
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 32, 128), (1, 61, 21, 128), (2, 4096, 16, 128)],

@@ -70,6 +70,7 @@ def test_hang_is_killed():
     assert [r.failure.code for r in v.results] == [Code.TIMEOUT]
 
 
+@pytest.mark.usefixtures("device_alone")
 def test_event_timer_flushes_l2_and_scales_with_work():
     from evals.harness.measurement.gpu import CudaEventTimer
 

@@ -13,6 +13,7 @@ import pytest
 
 from evals.harness.building.build import build
 from evals.harness.targets import get_target
+from tests.gpu.conftest import gpu_held
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.gpu
@@ -62,12 +63,13 @@ def _outputs(kernel, tmp_path):
     built = build(get_target("fa3_hopper"), kernel)
     assert built.library is not None, built.failure
     dest = tmp_path / f"{kernel.stem}.pt"
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(built.library), repr(SHAPES), str(dest)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    with gpu_held(shared=True):  # correctness only: beside other runs' checks, never timing
+        proc = subprocess.run(
+            [sys.executable, "-c", RUNNER, str(built.library), repr(SHAPES), str(dest)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     import torch
 

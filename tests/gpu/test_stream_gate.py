@@ -8,7 +8,7 @@ import torch
 
 from evals.harness.measurement.stream_gate import DeviceGate, Gate
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("device_alone")]
 
 
 def test_work_behind_a_closed_gate_waits_and_gets_the_payload_written_at_the_opening():
