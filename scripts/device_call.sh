@@ -21,6 +21,9 @@
 #   host issue; the wall-clock tolerance alone; 0.81 of each call, padded, inside the trace
 #   check's 1.25x);
 #   rows-start / rows-faster: one kernel's fa3_hopper rows (dev, 3 epochs) through Inspect;
+#   forge-edge: the padded forge (300 us) reporting each of $FORGE_KEEPS (default "0.92 0.90
+#   0.88") of every call, and its twin, on smoke, seed 11 (the gated check's edge: its largest
+#   gain);
 #   gputests-forge: the timer forges and three honest kernels;
 #   gated: the stream gate's GPU tests, then benchmarks/gpu_gated_batch.py on start.cu,
 #   faster.cu, a forge reporting 0.8 of each call (padded) and its twin, and FA3, once per
@@ -142,6 +145,11 @@ for step in "$@"; do
       [ "$step" = forge-floor ] && args="$args --floor 0.81 --keep 0.81 --hide-us 0"
       timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_forge_gain.py $args \
         --out "$work/$step" > "$work/$step.log" 2>&1; echo "$step rc=$?"; tail -3 "$work/$step.log" ;;
+    forge-edge) for keep in ${FORGE_KEEPS:-0.92 0.90 0.88}; do  # the gated bound's edge
+        timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_forge_gain.py --seeds 11 \
+          --suite smoke --keep "$keep" --floor "$keep" --hide-us 0 --pad-us 300 \
+          --out "$work/forge-edge-$keep" > "$work/forge-edge-$keep.log" 2>&1
+        echo "forge-edge keep $keep rc=$?"; tail -1 "$work/forge-edge-$keep.log"; done ;;
     gated) mkdir -p "$work/gated/kernels"  # the gated-batch prototype (issue 40)
       python3 -m pytest -m gpu tests/gpu/test_stream_gate.py -q -p no:cacheprovider -rA 2>&1 | tail -3
       python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; \
