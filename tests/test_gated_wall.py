@@ -38,8 +38,11 @@ class GatedWorker:
     """A worker behind a real gate page: arms at once unless ``fits`` calls are too few, then
     waits (as a full launch queue would) until the gate's token is written."""
 
-    def __init__(self, fits=1000, per_call_s=0.0):
+    def __init__(self, fits=1000, per_call_s=0.0, says_shut=False):
         self.gate, self.fits, self.per_call_s = Gate(), fits, per_call_s
+        # answers how many calls returned while the gate was shut (True: as many as fit), or
+        # this value as it stands
+        self.says_shut = says_shut
         self.requests, self.seen_at_arm, self.opened_with, self.released = [], [], [], []
         self.armed_n = 0
 
@@ -52,7 +55,12 @@ class GatedWorker:
                 while _token(self.gate) != header["gated"]:
                     time.sleep(0.01)
                 self.released.append(_offsets(self.gate, header["n"]))
-            return {"ok": True, "armed": True, "n": header["n"]}, b""
+            answer = {"ok": True, "armed": True, "n": header["n"]}
+            if self.says_shut is True:
+                answer["queued_shut"] = min(self.fits, header["n"])
+            elif self.says_shut is not False:
+                answer["queued_shut"] = self.says_shut
+            return answer, b""
         if header.get("finish"):
             assert _token(self.gate) != 0, "finish before the opening"
             if not self.was_blocked:
@@ -138,14 +146,65 @@ def test_blocking_batches_down_to_a_few_calls_fails_the_check(monkeypatch, fits)
         worker.gate.close()
 
 
+def test_a_worker_that_says_how_many_calls_fit_gets_that_ceiling_at_once(monkeypatch):
+    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.2)
+    worker = GatedWorker(fits=40, says_shut=True)
+    link = GatedLink(ceiling=128)
+    try:
+        with pytest.raises(Blocked) as caught:
+            link.round_trip(worker, {"op": "wall", "n": 128, "digest_seed": 1},
+                            list(range(128)), 60.0, _meter)
+        # three quarters of the 40 that returned while shut, below the halving's 64
+        assert link.ceiling == 30 and not caught.value.waited
+    finally:
+        worker.gate.close()
+
+
+def test_a_call_that_waits_on_the_device_fails_the_check_at_once(monkeypatch):
+    # a host synchronisation inside every call: the first call never returns while the gate
+    # is shut, which no launch queue explains; one let-go, not a halving down to 16 calls
+    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.2)
+    worker = GatedWorker(fits=0, says_shut=True)
+    plan = wall_clock.Plan(ping_s=0.0, q_numel=1000, gated=GatedLink())
+    try:
+        with pytest.raises(wall_clock.WallFailure, match="first use") as caught:
+            wall_clock.run_round(worker, 1.0, GPU_GATED_WALL, plan=plan, count=4)
+        assert caught.value.failure.code == Code.HOST_WORK
+        assert plan.gated.blocked == 1
+        assert [r["n"] for r in worker.requests if "gated" in r] == [2]
+    finally:
+        worker.gate.close()
+
+
+@pytest.mark.parametrize("said", [None, -3, "7", 10_000])
+def test_a_worker_that_says_nothing_usable_is_halved_as_before(monkeypatch, said):
+    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.2)
+    worker = GatedWorker(fits=10, says_shut=said)
+    link = GatedLink(ceiling=64)
+    try:
+        with pytest.raises(Blocked) as caught:
+            link.round_trip(worker, {"op": "wall", "n": 64, "digest_seed": 1}, list(range(64)),
+                            60.0, _meter)
+        assert link.ceiling == 32 and not caught.value.waited
+    finally:
+        worker.gate.close()
+
+
 # --- the worker's side, on CPU tensors --------------------------------------------------------
 
 
 class OpenGate:
-    """A device gate already open: the offsets are in the payload tensor as soon as queued."""
+    """A device gate already open: the offsets are in the payload tensor as soon as queued.
 
-    def __init__(self, offsets):
-        self.offsets, self.tokens = offsets, []
+    The host sees the token after ``opens_after`` calls (never by default: the parent opens a
+    gate once the batch is armed)."""
+
+    def __init__(self, offsets, opens_after=None):
+        self.offsets, self.tokens, self.opens_after, self.asked = offsets, [], opens_after, 0
+
+    def is_open(self, token):
+        self.asked += 1
+        return self.opens_after is not None and self.asked > self.opens_after
 
     def queue(self, token, payload):
         self.tokens.append(token)
@@ -161,8 +220,9 @@ def test_each_queued_call_sees_its_own_flipped_query_and_the_digests_bind_them(m
     offsets = [5, 17, 0, 32, 9]
     queue = GatedQueue(OpenGate(offsets))
     queue.warm(sets, flips, calls)
-    queue.arm(7, len(offsets), 11, sets, flips, calls)
+    _, shut = queue.arm(7, len(offsets), 11, sets, flips, calls)
     outputs, committed = queue.finish()
+    assert shut == len(offsets)
     assert queue.gate.tokens == [7] and len(outputs) == len(committed) == 5
     for i, (out, shift) in enumerate(zip(outputs, offsets, strict=True)):
         expected = sets[i % 2].clone()
@@ -170,6 +230,18 @@ def test_each_queued_call_sees_its_own_flipped_query_and_the_digests_bind_them(m
         assert torch.equal(out, expected * 2), i
         assert digest.hashed(digest.device_sums([out], 11), 11)[0] == committed[i]
     assert len(set(committed)) == 5
+
+
+def test_the_worker_counts_the_calls_that_returned_before_the_gate_opened(monkeypatch):
+    monkeypatch.setattr(worker_gated.torch.cuda, "synchronize", lambda: None)
+    sets = [torch.randn(4, 8)]
+    flips = [(query_flips.base_bits(sets[0]), query_flips.make_mask(sets[0], 3))]
+    calls = [lambda: sets[0] * 2]
+    queue = GatedQueue(OpenGate([0] * 6, opens_after=2))
+    queue.warm(sets, flips, calls)
+    _, shut = queue.arm(7, 6, 11, sets, flips, calls)
+    assert shut == 2  # the third call returned once the parent had let the worker go
+    queue.finish()
 
 
 def test_a_batch_before_its_kernels_ran_once_is_refused():
@@ -210,7 +282,7 @@ def test_a_wall_op_arms_behind_the_gate_finishes_with_digests_and_keeps_the_outp
                  "gated": True})
     warmed = len(stub.seen)  # every set's call ran once, ungated
     armed, _ = wall.handle({"op": "wall", "n": 4, "digest_seed": 5, "gated": 77})
-    assert armed == {"ok": True, "armed": True, "n": 4} and warmed == 2
+    assert armed == {"ok": True, "armed": True, "n": 4, "queued_shut": 4} and warmed == 2
     done, _ = wall.handle({"op": "wall", "finish": True})
     assert done["n"] == 4 and len(set(done["digests"])) == 4
     handed, payload = wall.handle({"op": "wall", "outputs": [2]})

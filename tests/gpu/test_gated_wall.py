@@ -5,7 +5,8 @@ Each batch is queued behind the parent's gate and timed from its opening
 interval and U is held to the device time alone, within 1.10x. An honest kernel and FA3 judged
 as the candidate pass it on every timed smoke scenario; a forge of ``timer_forge_padded.cu``
 that reports 0.85 of each call (inside the trace check's 1.25x, its host issue padded past the
-ungated check's reach) fails it.
+ungated check's reach) fails it, and so does start.cu waiting on the host for its own work in
+every call (at once, for the contract's reason).
 """
 
 import importlib.util
@@ -61,3 +62,26 @@ def test_a_forge_inside_the_trace_checks_bound_fails_the_gated_check(tmp_path):
     failures = [r.failure for r in verdicts[forged.name].results if r.failure is not None]
     assert failures and failures[0].code == Code.TIMING_MISMATCH, failures
     assert "the parent's clock saw" in failures[0].reason
+
+
+HOST_WAIT = """  {  // a host wait in every call (the contract: only on a shape's first use)
+    cudaEvent_t done;
+    cudaEventCreate(&done);
+    cudaEventRecord(done, c10::cuda::getCurrentCUDAStream());
+    cudaEventSynchronize(done);
+    cudaEventDestroy(done);
+  }
+  return out;
+"""
+
+
+def test_a_host_wait_in_every_call_fails_the_gated_check_for_the_contracts_reason(tmp_path):
+    source = (ROOT / "kernels" / "fa3_hopper" / "start.cu").read_text()
+    assert source.count("  return out;\n") == 2  # both entry points wait
+    kernel = tmp_path / "host_wait.cu"
+    kernel.write_text(source.replace("  return out;\n", HOST_WAIT))
+    verdict = evaluate(RunSettings("bench", "fa3_hopper", kernel, suite="smoke",
+                                   scenario_ids=(FP8,), call_timeout_s=15))  # fmt: skip
+    failures = [r.failure for r in verdict.results if r.failure is not None]
+    assert failures and failures[0].code == Code.HOST_WORK, failures
+    assert "first use" in failures[0].reason

@@ -23,8 +23,10 @@ def test_work_behind_a_closed_gate_waits_and_gets_the_payload_written_at_the_ope
         after.add_(1.0)  # queued behind the gate
         time.sleep(0.2)
         assert not torch.cuda.current_stream().query()  # still waiting
+        assert not device_gate.is_open(12345)
         values = [3, 1, 4, 1]
         gate.open(12345, b"".join(v.to_bytes(8, "little") for v in values))
+        assert device_gate.is_open(12345)  # the worker's host sees the opening too
         torch.cuda.synchronize()
         assert payload.tolist() == values and after.item() == 1.0
     finally:
@@ -40,6 +42,7 @@ def test_a_wrong_token_keeps_the_gate_shut():
         payload = torch.zeros(1, dtype=torch.int64, device="cuda")
         device_gate.queue(7, payload)
         gate.open(8, (5).to_bytes(8, "little"))
+        assert not device_gate.is_open(7)
         time.sleep(0.2)
         assert not torch.cuda.current_stream().query()
         gate.open(7, (5).to_bytes(8, "little"))

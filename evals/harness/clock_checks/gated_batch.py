@@ -17,7 +17,11 @@ about a thousand operations before the next launch blocks; the host then waits f
 device, which waits for the gate (the likely cause of the prototype's hang on an H100 in
 session 36; whatever blocks the arming, the check below holds). A worker that has not said it is
 armed within :data:`ARM_TIMEOUT_S` is let go (the gate opened for it), its batch thrown away,
-and the link's ceiling on calls halved for every later batch of the check.
+and the link's ceiling on calls cut for every later batch of the check: halved, and to three
+quarters of the calls the worker says returned while the gate was shut where fewer. Where none
+did, the batch's first call waited on the device from the host (a synchronisation inside the
+call, which no launch queue explains): the check fails at once (``host_work``), as the
+contracts say (a host wait belongs to a shape's first use).
 """
 
 from __future__ import annotations
@@ -75,7 +79,15 @@ batch's allowance (``overhead_us``) over them and loosen its bound."""
 
 
 class Blocked(Exception):
-    """The worker did not arm in time; the batch was thrown away (see the module)."""
+    """The worker did not arm in time; the batch was thrown away (see the module).
+
+    Args:
+        waited: No call returned while the gate was shut: the first call waited on the device.
+    """
+
+    def __init__(self, *, waited: bool = False) -> None:
+        super().__init__("waited" if waited else "blocked")
+        self.waited = waited
 
 
 @dataclass
@@ -121,7 +133,7 @@ class GatedLink:
         timer.start()
         try:
             request = {key: value for key, value in header.items() if key != "shifts"}
-            client.request({**request, "gated": token}, timeout_s=timeout_s)
+            armed_answer, _ = client.request({**request, "gated": token}, timeout_s=timeout_s)
         finally:
             with lock:
                 armed.set()
@@ -132,9 +144,10 @@ class GatedLink:
                 client.request(finish, timeout_s=timeout_s)
             finally:
                 gate.shut()
+            shut = _queued_shut(armed_answer, len(offsets))
             self.blocked += 1
-            self.ceiling = max(1, min(self.ceiling, len(offsets)) // 2)
-            raise Blocked
+            self.ceiling = max(1, min(min(self.ceiling, len(offsets)) // 2, shut * 3 // 4))
+            raise Blocked(waited=shut == 0)
 
         def opened_and_finished() -> dict[str, Any]:
             gate.open(token, payload)
@@ -147,8 +160,29 @@ class GatedLink:
             gate.shut()
 
 
-def blocked_failure(link: GatedLink, calls: int) -> Failure:
-    """The failure when a batch of ``calls`` (at most :data:`MIN_ARMED_CALLS`) cannot be armed."""
+def _queued_shut(answer: Any, calls: int) -> int:
+    """Calls the worker says returned before the gate opened (all of them where it says none).
+
+    The candidate's process says it: a smaller figure only fails it sooner, a larger one
+    leaves the halving.
+    """
+    said = answer.get("queued_shut") if isinstance(answer, dict) else None
+    return min(said, calls) if isinstance(said, int) and said >= 0 else calls
+
+
+def blocked_failure(link: GatedLink, calls: int, *, waited: bool = False) -> Failure:
+    """Why the check fails when its batches cannot be armed.
+
+    A batch of ``calls`` (at most :data:`MIN_ARMED_CALLS`) that blocked, or one whose first
+    call waited on the device (``waited``).
+    """
+    if waited:
+        reason = (
+            "a call waited on the host for the device while the wall-clock check's gate held "
+            "it (a synchronisation inside the call): the contract allows a host wait only on "
+            "a shape's first use"
+        )
+        return Failure(Code.HOST_WORK, reason)
     reason = (
         f"a batch of {calls} calls fills the stream's launch queue behind the wall-clock "
         f"check's gate (arming blocked {link.blocked} times): dozens of operations a call"

@@ -364,9 +364,10 @@ def run_round(
             try:
                 wall, header = plan.gated.round_trip(client, batch, offsets, plan.timeout_s,
                                                      meter)  # fmt: skip
-            except Blocked:
-                if calls <= MIN_ARMED_CALLS:
-                    raise WallFailure(blocked_failure(plan.gated, calls)) from None
+            except Blocked as blocked:
+                if blocked.waited or calls <= MIN_ARMED_CALLS:
+                    failure = blocked_failure(plan.gated, calls, waited=blocked.waited)
+                    raise WallFailure(failure) from None
                 calls = _capped(calls, plan)
                 continue
         digest_s = 0.0

@@ -15,8 +15,8 @@ parent (:class:`Gate`) and mapped by the worker from the descriptor it inherits
 (:class:`DeviceGate`): word 0 is the token, the payload starts at :data:`PAYLOAD_OFFSET`. The
 worker registers the page with the driver (page-locked, mapped for the device), queues
 ``cuStreamWaitValue32`` on the token and ``cuMemcpyHtoDAsync`` of the payload, both through
-``ctypes`` on the driver the worker's CUDA context already loaded. The worker side is a
-prototype measured by ``benchmarks/gpu_gated_batch.py``; no check uses it yet.
+``ctypes`` on the driver the worker's CUDA context already loaded. The wall-clock check's
+gated batches use it (:mod:`evals.harness.clock_checks.gated_batch`).
 """
 
 from __future__ import annotations
@@ -164,6 +164,10 @@ class DeviceGate:
         source = ctypes.c_void_p(self.host + PAYLOAD_OFFSET)
         self.driver.check(self.driver.copy_in(payload.data_ptr(), source, payload.nbytes,
                                               stream), "cuMemcpyHtoDAsync")  # fmt: skip
+
+    def is_open(self, token: int) -> bool:
+        """Whether the parent has written ``token``, as the host sees the page now."""
+        return bool(struct.unpack_from("<I", self.page, 0)[0] == token)
 
     def close(self) -> None:
         """Unregister and unmap the page (after the device is done with it)."""

@@ -66,29 +66,35 @@ class GatedQueue:
         queries: Sequence[torch.Tensor],
         flips: Sequence[tuple[torch.Tensor, torch.Tensor]],
         calls: Sequence[Callable[[], object]],
-    ) -> list[object]:
-        """Queue ``n`` calls behind the gate (token ``token``); the calls' outputs.
+    ) -> tuple[list[object], int]:
+        """Queue ``n`` calls behind the gate (token ``token``); their outputs, and how many shut.
 
-        Call ``i`` runs on set ``i % len(calls)``, its q flipped at the ``i``-th offset the
-        parent writes at the opening. The outputs' sums are queued behind them where every
-        output is a tensor of one shape (what :meth:`finish` hashes).
+        The second figure counts the calls that returned while the gate was still shut. Call
+        ``i`` runs on set ``i % len(calls)``, its q flipped at the ``i``-th offset the parent
+        writes at the opening. The outputs' sums are queued behind them where every output is
+        a tensor of one shape (what :meth:`finish` hashes). A call that returns only once the
+        parent has opened the gate to let the worker go waited on the device: for a full
+        launch queue, or a host wait in the call itself (none returned while shut).
         """
         if self.positions is None:
             raise RuntimeError("a gated batch before its kernels were warmed")
         offsets = torch.zeros(n, dtype=torch.int64, device=self.positions.device)
         self.gate.queue(token, offsets)
         outputs: list[object] = []
+        shut = n
         for i in range(n):
             j = i % len(calls)
             flip_at(queries[j], *flips[j], offsets, i, self.positions)
             outputs.append(calls[j]())
+            if shut == n and self.gate.is_open(token):
+                shut = i
         tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
         alike = len(tensors) == n and all(
             t.shape == tensors[0].shape and t.dtype == tensors[0].dtype for t in tensors
         )
         self.sums = device_sums(tensors, digest_seed) if alike and tensors else None
         self.outputs, self.digest_seed = tensors, digest_seed
-        return outputs
+        return outputs, shut
 
     def finish(self) -> tuple[list[torch.Tensor], list[str]]:
         """Wait for the device; the batch's outputs and their digests (hashing waits first)."""

@@ -64,7 +64,8 @@ class WallBatches:
     (:mod:`evals.harness.clock_checks.wall_check`). Gated (a GPU candidate's worker given the
     parent's gate): ``"gated": true`` on the preparing request also runs every kernel once;
     ``{"n", "digest_seed", "gated": TOKEN}`` queues the batch behind the gate (its offsets come
-    through the gate) and answers ``armed``; ``"copies": C`` on the preparing request cycles the
+    through the gate) and answers ``armed`` (with ``queued_shut``: the calls that returned
+    before the gate opened); ``"copies": C`` on the preparing request cycles the
     calls through C copies of the round's sets (cold inputs without a flush);
     ``{"finish": true}`` waits for it and answers the digests
     (:mod:`evals.harness.worker.gated`).
@@ -156,11 +157,11 @@ class WallBatches:
     def _arm(self, n: int, req: dict[str, Any]) -> dict[str, Any]:
         """Queue ``n`` calls behind the gate; ``armed`` once all of it is queued."""
         queries = [s["q"] for s in self.sets]
-        outputs = self._gated().arm(int(req["gated"]), n, int(req["digest_seed"]), queries,
-                                    self.flips, self.calls)  # fmt: skip
+        outputs, shut = self._gated().arm(int(req["gated"]), n, int(req["digest_seed"]),
+                                          queries, self.flips, self.calls)  # fmt: skip
         if not all(isinstance(o, torch.Tensor) for o in outputs):
             raise CandidateError(Failure(Code.WRONG_SIGNATURE, "a batch call returned no Tensor"))
-        return {"ok": True, "armed": True, "n": n}
+        return {"ok": True, "armed": True, "n": n, "queued_shut": shut}
 
     def _finish(self) -> dict[str, Any]:
         """The gated batch's digests, once the device is done; its outputs kept."""
