@@ -273,6 +273,10 @@ def _reading(session: Session, run: _Run, reported: float) -> tuple[Reading, dic
     settings = run.settings
     reading = conclude(run.batches, reported, settings, run.plan.max_calls)
     batches = run.batches
+    link = run.plan.gated
+    # gated: the worker's batches thrown away so far in this run (arming blocked), and the
+    # calls a batch may now hold
+    arming = {} if link is None else {"arm_blocked": link.blocked, "arm_ceiling": link.ceiling}
     return reading, {
         **reading.to_json(),
         "rounds": run.rounds,
@@ -283,7 +287,8 @@ def _reading(session: Session, run: _Run, reported: float) -> tuple[Reading, dic
         "digest_us": max(b.digest_s / b.calls for b in batches) * 1e6,
         "flip_us": max(b.flip_s / b.calls for b in batches) * 1e6,
         "meter": "worker_cpu" if isinstance(run.plan.meter, CpuMeter) else "parent_wall",
-        "gated": run.plan.gated is not None,
+        "gated": link is not None,
+        **arming,
         "figure_us": figure_stats(reading).to_json(),
         "gross_us": figure_stats(reading, gross=True).to_json(),
     }
