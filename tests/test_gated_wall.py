@@ -160,6 +160,22 @@ def test_a_worker_that_says_how_many_calls_fit_gets_that_ceiling_at_once(monkeyp
         worker.gate.close()
 
 
+@pytest.mark.parametrize("says", [1, 2, 20])
+def test_a_worker_that_says_few_calls_fit_is_only_halved_under_the_floor(monkeypatch, says):
+    # the figure is the candidate's: taken at its word it would set batches of one or two
+    # calls, each with the batch's whole allowance, without a small batch ever blocking
+    monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.2)
+    worker = GatedWorker(fits=10, says_shut=says)
+    link = GatedLink(ceiling=128)
+    try:
+        with pytest.raises(Blocked):
+            link.round_trip(worker, {"op": "wall", "n": 128, "digest_seed": 1},
+                            list(range(128)), 60.0, _meter)
+        assert link.ceiling == 64
+    finally:
+        worker.gate.close()
+
+
 def test_a_call_that_waits_on_the_device_fails_the_check_at_once(monkeypatch):
     # a host synchronisation inside every call: the first call never returns while the gate
     # is shut, which no launch queue explains; one let-go, not a halving down to 16 calls

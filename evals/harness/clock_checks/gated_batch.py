@@ -18,7 +18,9 @@ device, which waits for the gate (the likely cause of the prototype's hang on an
 session 36; whatever blocks the arming, the check below holds). A worker that has not said it is
 armed within :data:`ARM_TIMEOUT_S` is let go (the gate opened for it), its batch thrown away,
 and the link's ceiling on calls cut for every later batch of the check: halved, and to three
-quarters of the calls the worker says returned while the gate was shut where fewer. Where none
+quarters of the calls the worker says returned while the gate was shut where fewer and still
+above :data:`MIN_ARMED_CALLS` (the figure is the candidate's: it may speed the cut, never take
+the ceiling under that floor without a blocked batch of that size failing). Where none
 did, the batch's first call waited on the device from the host (a synchronisation inside the
 call, which no launch queue explains): the check fails at once (``host_work``), as the
 contracts say (a host wait belongs to a shape's first use).
@@ -146,7 +148,7 @@ class GatedLink:
                 gate.shut()
             shut = _queued_shut(armed_answer, len(offsets))
             self.blocked += 1
-            self.ceiling = max(1, min(min(self.ceiling, len(offsets)) // 2, shut * 3 // 4))
+            self.ceiling = _cut(min(self.ceiling, len(offsets)), shut)
             raise Blocked(waited=shut == 0)
 
         def opened_and_finished() -> dict[str, Any]:
@@ -160,11 +162,22 @@ class GatedLink:
             gate.shut()
 
 
+def _cut(calls: int, shut: int) -> int:
+    """The ceiling after a batch of ``calls`` blocked, ``shut`` of them queued before the opening.
+
+    Three quarters of what fit where that is below the halving and above
+    :data:`MIN_ARMED_CALLS`; else the halving, the only way under that floor.
+    """
+    halved = max(1, calls // 2)
+    fit = shut * 3 // 4
+    return min(halved, fit) if fit > MIN_ARMED_CALLS else halved
+
+
 def _queued_shut(answer: Any, calls: int) -> int:
     """Calls the worker says returned before the gate opened (all of them where it says none).
 
-    The candidate's process says it: a smaller figure only fails it sooner, a larger one
-    leaves the halving.
+    The candidate's process says it: zero fails it at once, a smaller figure only speeds the
+    cut down to the floor (:func:`_cut`), a larger one leaves the halving.
     """
     said = answer.get("queued_shut") if isinstance(answer, dict) else None
     return min(said, calls) if isinstance(said, int) and said >= 0 else calls
