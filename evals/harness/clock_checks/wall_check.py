@@ -36,6 +36,7 @@ from evals.harness.clock_checks.wall_clock import (
 from evals.harness.clock_checks.wall_settings import WallSettings, wall_settings
 from evals.harness.clock_checks.wall_verify import BatchVerifier
 from evals.harness.failures import Code, Failure
+from evals.harness.measurement.gpu import release_cached_memory
 from evals.harness.measurement.process_clock import CpuMeter, ProcessGone
 from evals.harness.measurement.timing import TimingStats
 from evals.harness.scenarios import Scenario
@@ -215,12 +216,18 @@ def _run(
 
 
 def _cold_copies(session: Session, scenario: Scenario, seeds: Sequence[int]) -> int:
-    """Copies of the round's sets that keep a gated batch's inputs cold (:func:`cold_copies`)."""
+    """Copies of the round's sets that keep a gated batch's inputs cold (:func:`cold_copies`).
+
+    Sized from one set the parent makes and lets go before the worker makes its own: a KV
+    cache (up to 32 GB a set) must not sit in both processes at once (``release_cached_memory``,
+    as the verifier does before it rebuilds inputs).
+    """
     one = session.target.make_timing_inputs(scenario, list(seeds[:1]))[0]
     tensors = [v for v in one.values() if isinstance(v, torch.Tensor)]
     size = sum(t.numel() * t.element_size() for t in tensors)
     l2 = torch.cuda.get_device_properties(tensors[0].device).L2_cache_size if tensors else 0
     del one, tensors
+    release_cached_memory()
     return cold_copies(size, len(seeds), l2)
 
 
