@@ -92,8 +92,9 @@ queued behind the parent's gate, timed from its opening, so the host's issue wor
 the interval and the figure is the device time alone. The gated prototype on an H100 (session
 36, `results/measurements/h100/2026-12-06-s36/`, 5000 us batches) read honest kernels at
 0.92-1.04x their event-timed medians and a forge reporting 0.8 of each call at 1.26-1.34x;
-FA3's two KV-cache scenarios at 1.15x are not explained yet. Up to 128 calls (the launch
-queue behind a closed gate; :mod:`evals.harness.clock_checks.gated_batch` halves on a block),
+FA3's two KV-cache scenarios read 1.15x there, with a flush before each call, and pass the check,
+which cycles copies of the sets instead (session 37). Up to 128 calls (the launch queue behind a
+closed gate; :mod:`evals.harness.clock_checks.gated_batch` cuts them on a block),
 20 us a batch for the opening's write and the final hashing, and 0.5 us a call (no launch gaps
 back to back behind a gate: the margin is the event timer's granularity; at 2 us a forge of a
 25 us call would gain 1.1x + 8%)."""
