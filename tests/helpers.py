@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_KERNELS = ROOT / "tests" / "data" / "cpu_attention"
@@ -26,6 +28,17 @@ def run_harness(
         cwd=ROOT,
         env=env if env is not None else dict(os.environ),
     )
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module, registered under ``name`` (its dataclasses look
+    their module up while they are defined)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def failures_of(verdict) -> list[str]:

@@ -1,18 +1,14 @@
 """benchmarks/concurrency.py: its agent script, its verdict on a round, its bad-input lines."""
 
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, load_benchmark
 
 SCRIPT = ROOT / "benchmarks" / "concurrency.py"
-spec = importlib.util.spec_from_file_location("concurrency_bench", SCRIPT)
-bench = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = bench  # its dataclasses look their module up while defined
-spec.loader.exec_module(bench)
+bench = load_benchmark("concurrency")
 
 
 def _round(scores, geomeans):

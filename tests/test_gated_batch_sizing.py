@@ -6,20 +6,15 @@ three events a call on 128 calls). A fake child plays that queue here.
 """
 
 import argparse
-import importlib.util
 import struct
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import load_benchmark
 
 
 def _module():
-    path = ROOT / "benchmarks" / "gpu_gated_batch.py"
-    spec = importlib.util.spec_from_file_location("gpu_gated_batch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("gpu_gated_batch")
 
 
 class FakeGate:

@@ -1,17 +1,12 @@
 """benchmarks/gpu_target.py holds every GPU target to a wall-time budget on each suite it runs."""
 
-import importlib.util
 
 from evals.targets import target_folders
-from tests.helpers import ROOT
+from tests.helpers import load_benchmark
 
 
 def _gpu_target_module():
-    path = ROOT / "benchmarks" / "gpu_target.py"
-    spec = importlib.util.spec_from_file_location("gpu_target", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("gpu_target")
 
 
 def test_every_gpu_target_has_a_budget_on_dev_and_full():

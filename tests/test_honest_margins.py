@@ -6,25 +6,17 @@ now and then; these fixed seeds find one before a CI run does.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "honest_margins.py"
+from tests.helpers import ROOT, load_benchmark
+
 SEEDS = "40"
 
 
 def _margins():
-    spec = importlib.util.spec_from_file_location("honest_margins", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("honest_margins")
 
 
 @pytest.mark.long

@@ -9,12 +9,11 @@ ungated check's reach) fails it, and so does start.cu waiting on the host for it
 every call (at once, for the contract's reason).
 """
 
-import importlib.util
 
 import pytest
 
 from evals.harness import Code, RunSettings, evaluate
-from tests.helpers import ROOT
+from tests.helpers import ROOT, load_benchmark
 
 pytestmark = pytest.mark.gpu
 
@@ -43,16 +42,9 @@ def test_honest_work_passes_the_gated_check_on_every_timed_scenario(who):
               f"{figures['reported_us']:.1f} us, {ratio:.3f}")
 
 
-def _forge_gain():
-    path = ROOT / "benchmarks" / "gpu_forge_gain.py"
-    spec = importlib.util.spec_from_file_location("gpu_forge_gain", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_forge_inside_the_trace_checks_bound_fails_the_gated_check(tmp_path):
-    forged, twin = _forge_gain().variants(tmp_path, keep=0.85, hide_us=0, floor=0.85, pad_us=300)
+    forge_gain = load_benchmark("gpu_forge_gain")
+    forged, twin = forge_gain.variants(tmp_path, keep=0.85, hide_us=0, floor=0.85, pad_us=300)
     verdicts = {
         kernel.name: evaluate(RunSettings("bench", "fa3_hopper", kernel, suite="smoke",
                                           scenario_ids=(FP8,), call_timeout_s=15))
