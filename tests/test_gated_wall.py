@@ -72,138 +72,132 @@ class GatedWorker:
         return {"ok": True, "n": 0}, b""
 
 
+@pytest.fixture
+def gated_worker():
+    """Makes :class:`GatedWorker` s; their gate pages are closed after the test."""
+    made = []
+
+    def make(**kwargs):
+        made.append(GatedWorker(**kwargs))
+        return made[-1]
+
+    yield make
+    for worker in made:
+        worker.gate.close()
+
+
 def _meter(request):
     t0 = time.perf_counter()
     answer = request()
     return time.perf_counter() - t0, answer
 
 
-def test_the_offsets_reach_the_worker_only_through_the_gate_and_the_clock_starts_there():
-    worker = GatedWorker(per_call_s=0.002)
-    try:
-        header = {"op": "wall", "n": 5, "digest_seed": 9, "shifts": [1, 2, 3, 4, 5]}
-        seconds, answer = GatedLink().round_trip(worker, header, [1, 2, 3, 4, 5], 60.0, _meter)
-        arm = worker.requests[0]
-        assert "shifts" not in arm and arm["n"] == 5 and arm["digest_seed"] == 9
-        assert worker.seen_at_arm == [(0, [0] * 5)]  # nothing in the page while it armed
-        assert worker.opened_with == [[1, 2, 3, 4, 5]]
-        assert answer["digests"] == ["d"] * 5
-        assert seconds >= 0.01  # the finish's work is inside the interval
-        assert worker.gate.page[:] == bytes(len(worker.gate.page))  # shut for the next batch
-    finally:
-        worker.gate.close()
+def test_the_offsets_reach_the_worker_only_through_the_gate_and_the_clock_starts_there(
+    gated_worker,
+):
+    worker = gated_worker(per_call_s=0.002)
+    header = {"op": "wall", "n": 5, "digest_seed": 9, "shifts": [1, 2, 3, 4, 5]}
+    seconds, answer = GatedLink().round_trip(worker, header, [1, 2, 3, 4, 5], 60.0, _meter)
+    arm = worker.requests[0]
+    assert "shifts" not in arm and arm["n"] == 5 and arm["digest_seed"] == 9
+    assert worker.seen_at_arm == [(0, [0] * 5)]  # nothing in the page while it armed
+    assert worker.opened_with == [[1, 2, 3, 4, 5]]
+    assert answer["digests"] == ["d"] * 5
+    assert seconds >= 0.01  # the finish's work is inside the interval
+    assert worker.gate.page[:] == bytes(len(worker.gate.page))  # shut for the next batch
 
 
-def test_a_worker_that_cannot_arm_is_let_go_and_its_batch_thrown_away(monkeypatch):
+def test_a_worker_that_cannot_arm_is_let_go_and_its_batch_thrown_away(monkeypatch, gated_worker):
     monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.2)
-    worker = GatedWorker(fits=10)
+    worker = gated_worker(fits=10)
     link = GatedLink(ceiling=64)
-    try:
-        with pytest.raises(Blocked):
-            link.round_trip(worker, {"op": "wall", "n": 64, "digest_seed": 1}, list(range(64)),
-                            60.0, _meter)
-        assert link.ceiling == 32 and link.blocked == 1
-        assert [r.get("finish") for r in worker.requests] == [None, True]  # drained, untimed
-        assert worker.gate.page[:] == bytes(len(worker.gate.page))
-    finally:
-        worker.gate.close()
+    with pytest.raises(Blocked):
+        link.round_trip(worker, {"op": "wall", "n": 64, "digest_seed": 1}, list(range(64)),
+                        60.0, _meter)
+    assert link.ceiling == 32 and link.blocked == 1
+    assert [r.get("finish") for r in worker.requests] == [None, True]  # drained, untimed
+    assert worker.gate.page[:] == bytes(len(worker.gate.page))
 
 
-def test_a_round_halves_its_calls_until_they_arm_and_draws_new_offsets(monkeypatch):
+def test_a_round_halves_its_calls_until_they_arm_and_draws_new_offsets(monkeypatch, gated_worker):
     # long enough that a batch that fits arms first on a busy host, short for the one that
     # does not
     monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 1.0)
-    worker = GatedWorker(fits=20)
+    worker = gated_worker(fits=20)
     link = GatedLink(ceiling=128)
     plan = wall_clock.Plan(ping_s=0.0, q_numel=10_000, gated=link)
-    try:
-        batches = wall_clock.run_round(worker, 10.0, GPU_GATED_WALL, plan=plan, count=3)
-        arms = [r for r in worker.requests if "gated" in r]
-        # 2 and 8 calls arm; 32 blocks and halves the ceiling to 16, which arms
-        assert [b.calls for b in batches] == [2, 8, 16]
-        assert link.ceiling == 16 and link.blocked == 1
-        # what a thrown-away batch's gate held (the worker could read it) is never used again
-        assert len(worker.released) == 1
-        assert not any(o == r[: len(o)] for o in worker.opened_with for r in worker.released)
-        assert len({tuple(o) for o in worker.opened_with}) == len(worker.opened_with)
-        assert [r["n"] for r in arms] == [2, 8, 32, 16]
-    finally:
-        worker.gate.close()
+    batches = wall_clock.run_round(worker, 10.0, GPU_GATED_WALL, plan=plan, count=3)
+    arms = [r for r in worker.requests if "gated" in r]
+    # 2 and 8 calls arm; 32 blocks and halves the ceiling to 16, which arms
+    assert [b.calls for b in batches] == [2, 8, 16]
+    assert link.ceiling == 16 and link.blocked == 1
+    # what a thrown-away batch's gate held (the worker could read it) is never used again
+    assert len(worker.released) == 1
+    assert not any(o == r[: len(o)] for o in worker.opened_with for r in worker.released)
+    assert len({tuple(o) for o in worker.opened_with}) == len(worker.opened_with)
+    assert [r["n"] for r in arms] == [2, 8, 32, 16]
 
 
 @pytest.mark.parametrize("fits", [0, 1, 12])
-def test_blocking_batches_down_to_a_few_calls_fails_the_check(monkeypatch, fits):
+def test_blocking_batches_down_to_a_few_calls_fails_the_check(monkeypatch, fits, gated_worker):
     # a candidate that blocked every batch of more than a few calls would spread the batch's
     # allowance over those few: blocked at 16 calls or fewer, the check fails instead
     monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.5)
-    worker = GatedWorker(fits=fits)
+    worker = gated_worker(fits=fits)
     plan = wall_clock.Plan(ping_s=0.0, q_numel=1000, gated=GatedLink())
-    try:
-        with pytest.raises(wall_clock.WallFailure, match="launch queue") as caught:
-            wall_clock.run_round(worker, 1.0, GPU_GATED_WALL, plan=plan, count=4)
-        assert caught.value.failure.code == Code.TIMING_MISMATCH
-    finally:
-        worker.gate.close()
+    with pytest.raises(wall_clock.WallFailure, match="launch queue") as caught:
+        wall_clock.run_round(worker, 1.0, GPU_GATED_WALL, plan=plan, count=4)
+    assert caught.value.failure.code == Code.TIMING_MISMATCH
 
 
-def test_a_worker_that_says_how_many_calls_fit_gets_that_ceiling_at_once(monkeypatch):
+def test_a_worker_that_says_how_many_calls_fit_gets_that_ceiling_at_once(monkeypatch, gated_worker):
     monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.2)
-    worker = GatedWorker(fits=40, says_shut=True)
+    worker = gated_worker(fits=40, says_shut=True)
     link = GatedLink(ceiling=128)
-    try:
-        with pytest.raises(Blocked) as caught:
-            link.round_trip(worker, {"op": "wall", "n": 128, "digest_seed": 1},
-                            list(range(128)), 60.0, _meter)
-        # three quarters of the 40 that returned while shut, below the halving's 64
-        assert link.ceiling == 30 and not caught.value.waited
-    finally:
-        worker.gate.close()
+    with pytest.raises(Blocked) as caught:
+        link.round_trip(worker, {"op": "wall", "n": 128, "digest_seed": 1},
+                        list(range(128)), 60.0, _meter)
+    # three quarters of the 40 that returned while shut, below the halving's 64
+    assert link.ceiling == 30 and not caught.value.waited
 
 
 @pytest.mark.parametrize("says", [1, 2, 20])
-def test_a_worker_that_says_few_calls_fit_is_only_halved_under_the_floor(monkeypatch, says):
+def test_a_worker_that_says_few_calls_fit_is_only_halved_under_the_floor(
+    monkeypatch, says, gated_worker
+):
     # the figure is the candidate's: taken at its word it would set batches of one or two
     # calls, each with the batch's whole allowance, without a small batch ever blocking
     monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.2)
-    worker = GatedWorker(fits=10, says_shut=says)
+    worker = gated_worker(fits=10, says_shut=says)
     link = GatedLink(ceiling=128)
-    try:
-        with pytest.raises(Blocked):
-            link.round_trip(worker, {"op": "wall", "n": 128, "digest_seed": 1},
-                            list(range(128)), 60.0, _meter)
-        assert link.ceiling == 64
-    finally:
-        worker.gate.close()
+    with pytest.raises(Blocked):
+        link.round_trip(worker, {"op": "wall", "n": 128, "digest_seed": 1},
+                        list(range(128)), 60.0, _meter)
+    assert link.ceiling == 64
 
 
-def test_a_call_that_waits_on_the_device_fails_the_check_at_once(monkeypatch):
+def test_a_call_that_waits_on_the_device_fails_the_check_at_once(monkeypatch, gated_worker):
     # a host synchronisation inside every call: the first call never returns while the gate
     # is shut, which no launch queue explains; one let-go, not a halving down to 16 calls
     monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.2)
-    worker = GatedWorker(fits=0, says_shut=True)
+    worker = gated_worker(fits=0, says_shut=True)
     plan = wall_clock.Plan(ping_s=0.0, q_numel=1000, gated=GatedLink())
-    try:
-        with pytest.raises(wall_clock.WallFailure, match="first use") as caught:
-            wall_clock.run_round(worker, 1.0, GPU_GATED_WALL, plan=plan, count=4)
-        assert caught.value.failure.code == Code.HOST_WORK
-        assert plan.gated.blocked == 1
-        assert [r["n"] for r in worker.requests if "gated" in r] == [2]
-    finally:
-        worker.gate.close()
+    with pytest.raises(wall_clock.WallFailure, match="first use") as caught:
+        wall_clock.run_round(worker, 1.0, GPU_GATED_WALL, plan=plan, count=4)
+    assert caught.value.failure.code == Code.HOST_WORK
+    assert plan.gated.blocked == 1
+    assert [r["n"] for r in worker.requests if "gated" in r] == [2]
 
 
 @pytest.mark.parametrize("said", [None, -3, "7", 10_000])
-def test_a_worker_that_says_nothing_usable_is_halved_as_before(monkeypatch, said):
+def test_a_worker_that_says_nothing_usable_is_halved_as_before(monkeypatch, said, gated_worker):
     monkeypatch.setattr(gated_batch, "ARM_TIMEOUT_S", 0.2)
-    worker = GatedWorker(fits=10, says_shut=said)
+    worker = gated_worker(fits=10, says_shut=said)
     link = GatedLink(ceiling=64)
-    try:
-        with pytest.raises(Blocked) as caught:
-            link.round_trip(worker, {"op": "wall", "n": 64, "digest_seed": 1}, list(range(64)),
-                            60.0, _meter)
-        assert link.ceiling == 32 and not caught.value.waited
-    finally:
-        worker.gate.close()
+    with pytest.raises(Blocked) as caught:
+        link.round_trip(worker, {"op": "wall", "n": 64, "digest_seed": 1}, list(range(64)),
+                        60.0, _meter)
+    assert link.ceiling == 32 and not caught.value.waited
 
 
 # --- the worker's side, on CPU tensors --------------------------------------------------------
