@@ -54,11 +54,12 @@ _LINKS: weakref.WeakKeyDictionary[WorkerClient, GatedLink] = weakref.WeakKeyDict
 def gated(session: Session) -> bool:
     """Whether the candidate's batches are gated.
 
-    They are on a GPU target whose timing settings ask for it (``gated_wall``), where the
-    candidate's worker was given the gate.
+    They are on a GPU target whose timing settings ask for it (``gated_wall``) and refill each
+    call's q (what the gate carries is the flips' offsets: without them a batch is not gated,
+    and must not be judged by the gated bound), where the candidate's worker was given the gate.
     """
-    client = session.client
-    wanted = session.target.device == "cuda" and session.target.timing.gated_wall
+    client, target = session.client, session.target
+    wanted = target.device == "cuda" and target.timing.gated_wall and target.timing.fresh_queries
     return wanted and client is not None and getattr(client, "gate", None) is not None
 
 
