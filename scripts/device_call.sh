@@ -29,8 +29,8 @@
 #   faster.cu, a forge reporting 0.8 of each call (padded) and its twin, and FA3, once per
 #   variant of arguments in $GATED_VARIANTS (';'-separated, e.g. "--digest --events;--digest
 #   --settle-us 20"; or one variant in $GATED_ARGS), each into gated/vN/;
-#   gputests-gated: the gated wall-clock check's GPU tests and the digests' (U against the
-#   report per scenario printed);
+#   gputests-gated: the gated wall-clock check's GPU tests, the digests' and the stream gate's (U
+#   against the report per scenario printed);
 #   gputests-full: every GPU test in one uninterrupted run (8 workers; the device lock
 #   serialises the timed parts);
 #   gputests-head1/2: the GPU tests of the honest kernels, the timing cheats and the contract
@@ -167,7 +167,7 @@ import gpu_forge_gain as f; f.variants(Path('$work/gated/kernels'), keep=0.8, hi
         tar czf "$OUT/$tag.tgz" -C /tmp "$tag"
       done ;;
     gputests-gated) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu \
-        tests/gpu/test_gated_wall.py tests/gpu/test_digest_gpu.py -n 4 -rA -s -p no:cacheprovider \
+        tests/gpu/test_gated_wall.py tests/gpu/test_digest_gpu.py tests/gpu/test_stream_gate.py -n 4 -rA -s -p no:cacheprovider \
         2>&1 | tee "$work/gputests-gated.log" | grep -E "passed|failed|FAILED|ERROR|: U " | tail -60 ;;
     ncu) python3 -m pytest -m gpu tests/gpu/test_profile_ncu.py -q -p no:cacheprovider 2>&1 | tee "$work/ncu.log" | tail -3 ;;
     *) echo "unknown step $step" ;;
