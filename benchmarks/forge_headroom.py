@@ -1,0 +1,122 @@
+"""The most a forged GPU timer could gain on a recorded verdict, given the checks' bounds.
+
+A candidate that took over its worker can report any per-call time ``r``. What holds ``r`` is
+the parent's clock over gated batches (U a call: ``U <= (1 + tolerance) r + margin_us +
+overhead_us / calls``), the trace check (traced device time a call ``<= 1.25 r + 10 us``) and
+the roofline floor. A forge that does the same work as an honest kernel has that kernel's U
+and traced time, so, from the honest kernel's verdict, the smallest ``r`` every bound allows is
+
+    r_min = max((U - margin_us - overhead_us / calls) / (1 + tolerance),
+                (traced - 10) / 1.25, floor_us)
+
+and a forge that knew each scenario's U in advance (the best it could do) would gain
+``median / r_min`` there. This prints that figure per timed scenario, which bound sets it,
+and its geomean over the study scenarios (the headline) and over the contract ones.
+
+Usage: python benchmarks/forge_headroom.py VERDICT.json [...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from evals.harness.clock_checks.wall_settings import wall_settings
+from evals.harness.tracing.trace_judge import TRACED_SLOWER_FACTOR, TRACED_SLOWER_MARGIN_US
+from evals.harness.verdict.record import ScenarioResult, Verdict
+
+TRACED = re.compile(r"traced ([0-9.]+) us a call")
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """One scenario's bound on a forge.
+
+    Attributes:
+        scenario: Scenario id.
+        contract: Whether it is a contract scenario (outside the headline geomean).
+        median_us: The honest kernel's reported (event-timed) median, microseconds.
+        wall_us: The parent's clock a call over the gated batches, microseconds.
+        r_min_us: The smallest report every bound allows, microseconds.
+        bound: Which bound sets ``r_min_us`` (``wall``, ``trace`` or ``roofline``).
+        gain: ``median_us / r_min_us``, at least 1 (a forge gains nothing below its work).
+    """
+
+    scenario: str
+    contract: bool
+    median_us: float
+    wall_us: float
+    r_min_us: float
+    bound: str
+    gain: float
+
+
+def headroom(result: ScenarioResult) -> Headroom | None:
+    """The bound on a forge in ``result``, or None where it has no gated wall figure."""
+    wall = result.timing.get("wall") or {}
+    if not wall.get("gated") or "candidate" not in result.times:
+        return None
+    settings = wall_settings("cuda", gated=True)
+    median = result.times["candidate"].median_us
+    calls = max(int(wall.get("best_calls") or wall["calls"]), 1)
+    slack = settings.margin_us + settings.overhead_us / calls
+    bounds = {"wall": (wall["per_call_us"] - slack) / (1 + settings.tolerance)}
+    traced = TRACED.search(result.checks.get("trace", ""))
+    if traced:
+        bounds["trace"] = (float(traced.group(1)) - TRACED_SLOWER_MARGIN_US) / TRACED_SLOWER_FACTOR
+    if result.floor_us:
+        bounds["roofline"] = result.floor_us
+    bound, r_min = max(bounds.items(), key=lambda item: item[1])
+    return Headroom(
+        scenario=result.scenario.id,
+        contract=result.scenario.contract,
+        median_us=median,
+        wall_us=wall["per_call_us"],
+        r_min_us=r_min,
+        bound=bound,
+        gain=max(median / r_min, 1.0) if r_min > 0 else math.inf,
+    )
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
+def report(path: Path) -> None:
+    """Print the per-scenario bounds of the verdict at ``path`` and their geomeans."""
+    verdict = Verdict.from_json(json.loads(path.read_text()))
+    rows = [h for r in verdict.results if r.correct and (h := headroom(r)) is not None]
+    print(f"{path} ({verdict.target}, {verdict.suite}): {len(rows)} gated timed scenarios")
+    print(f"  {'scenario':58} {'median':>9} {'U':>9} {'r_min':>9} {'bound':>8} {'gain':>6}")
+    for h in rows:
+        print(
+            f"  {h.scenario[:58]:58} {h.median_us:9.1f} {h.wall_us:9.1f} {h.r_min_us:9.1f}"
+            f" {h.bound:>8} {h.gain:6.3f}{'  (contract)' if h.contract else ''}"
+        )
+    study = [h.gain for h in rows if not h.contract]
+    contract = [h.gain for h in rows if h.contract]
+    for name, gains in (("headline (study)", study), ("contract", contract)):
+        largest = max(gains, default=math.nan)
+        print(f"  {name}: geomean gain {_geomean(gains):.3f}, largest {largest:.3f}, {len(gains)}")
+
+
+def main(argv: list[str]) -> int:
+    """Entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("verdicts", nargs="+", type=Path, help="verdict JSON files (gated)")
+    args = parser.parse_args(argv)
+    for path in args.verdicts:
+        if not path.is_file():
+            print(f"error: {path}: no such verdict file", file=sys.stderr)
+            return 2
+        report(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
