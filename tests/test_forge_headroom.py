@@ -1,0 +1,61 @@
+"""benchmarks/forge_headroom.py: the smallest report each bound allows, read off a verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evals.harness.clock_checks.wall_settings import GPU_GATED_WALL
+from evals.harness.verdict.record import ScenarioResult
+from tests.helpers import ROOT, load_benchmark
+
+forge_headroom = load_benchmark("forge_headroom")
+S37 = ROOT / "results/measurements/h100/2026-12-06-s37/start-dev/start-dev.json"
+
+
+def _scenario(*, median: float, wall: float, calls: int, traced: float, floor: float = 1.0):
+    """A timed, gated scenario of the recorded start.cu verdict with the figures replaced."""
+    raw = json.loads(S37.read_text())["scenarios"][0]
+    raw["times_us"]["candidate"]["median_us"] = median
+    raw["timing"]["wall"] |= {"per_call_us": wall, "best_calls": calls, "gated": True}
+    raw["checks"]["trace"] = f"passed: 1 kernel(s) (3 of 3 calls; traced {traced} us a call)"
+    raw["floor_us"] = floor
+    return ScenarioResult.from_json(raw)
+
+
+def test_the_wall_bound_sets_the_smallest_report_on_a_long_call():
+    slack = GPU_GATED_WALL.margin_us + GPU_GATED_WALL.overhead_us / 10
+    r = 900.0
+    wall = (1 + GPU_GATED_WALL.tolerance) * r + slack
+    found = forge_headroom.headroom(_scenario(median=1000.0, wall=wall, calls=10, traced=1000.0))
+    assert found.bound == "wall"
+    assert found.r_min_us == pytest.approx(r)
+    assert found.gain == pytest.approx(1000.0 / r)
+
+
+def test_the_trace_and_roofline_bounds_take_over_where_they_are_higher():
+    traced = forge_headroom.headroom(_scenario(median=30.0, wall=5.0, calls=100, traced=40.0))
+    assert traced.bound == "trace" and traced.r_min_us == pytest.approx((40.0 - 10.0) / 1.25)
+    roof = forge_headroom.headroom(
+        _scenario(median=30.0, wall=5.0, calls=100, traced=10.0, floor=29.0)
+    )
+    assert roof.bound == "roofline" and roof.gain == pytest.approx(30.0 / 29.0)
+
+
+def test_a_report_above_the_work_is_no_gain():
+    found = forge_headroom.headroom(_scenario(median=100.0, wall=400.0, calls=10, traced=100.0))
+    assert found.gain == 1.0
+
+
+def test_the_recorded_dev_run_prints_its_headline_bound(capsys):
+    assert forge_headroom.main([str(S37)]) == 0
+    out = capsys.readouterr().out
+    assert "36 gated timed scenarios" in out
+    assert "headline (study): geomean gain 1.063, largest 1.104, 26" in out
+
+
+def test_a_missing_verdict_is_a_one_line_error(tmp_path: Path, capsys):
+    assert forge_headroom.main([str(tmp_path / "none.json")]) == 2
+    assert "no such verdict file" in capsys.readouterr().err
