@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from evals.harness import Code
-from evals.harness.clock_checks import digest, gated_batch, query_flips, wall_clock
+from evals.harness.clock_checks import digest, gated_batch, query_flips, wall_clock, wall_reading
 from evals.harness.clock_checks.gated_batch import Blocked, GatedLink
 from evals.harness.clock_checks.wall_settings import GPU_GATED_WALL
 from evals.harness.measurement.stream_gate import PAYLOAD_OFFSET, Gate
@@ -264,7 +264,7 @@ def test_the_gated_settings_hold_the_device_time_alone_within_a_tenth():
     assert GPU_GATED_WALL.tolerance == pytest.approx(0.10)
     assert not GPU_GATED_WALL.serial and GPU_GATED_WALL.max_calls <= gated_batch.MAX_CALLS
     # U for a 20 us call at the bound: 22 us + 0.5 us + 20 us spread over the batch
-    assert wall_clock.bound_us(20.0, GPU_GATED_WALL, 100) == pytest.approx(22.7)
+    assert wall_reading.bound_us(20.0, GPU_GATED_WALL, 100) == pytest.approx(22.7)
 
 
 class GatedStub:

@@ -23,9 +23,10 @@ from evals.harness.clock_checks import (
     round_audit,
     wall_check,
     wall_clock,
+    wall_reading,
     wall_verify,
 )
-from evals.harness.clock_checks.wall_clock import Batch, bound_us, judge, read
+from evals.harness.clock_checks.wall_reading import Batch, bound_us, judge, read
 from evals.harness.clock_checks.wall_settings import CPU_WALL, GPU_WALL
 from evals.harness.measurement.timing import TimingStats
 from evals.harness.scenarios import Scenario
@@ -90,24 +91,24 @@ def test_cpu_decision(per_call_us, reported_us, passes):
 
 def test_gpu_decision_is_one_sided_and_honours_host_bound_calls():
     # back to back, L2 stays warm: the batch may beat the cold-L2 device time by far
-    assert judge(_reading(40.0), wall_clock.reported_us(_stats(100.0), _stats(15.0)),
+    assert judge(_reading(40.0), wall_reading.reported_us(_stats(100.0), _stats(15.0)),
                  GPU_WALL) is None
     # a host-bound call: the device is idle most of the time, the issue time explains U
-    reported = wall_clock.reported_us(_stats(8.0), _stats(40.0), serial=True)
+    reported = wall_reading.reported_us(_stats(8.0), _stats(40.0), serial=True)
     assert reported == 48.0 and bound_us(reported, GPU_WALL, 40) == 64.5
     assert judge(_reading(45.0), reported, GPU_WALL) is None
     assert judge(_reading(120.0), reported, GPU_WALL).code == Code.TIMING_MISMATCH
     # a call that synchronises: issue and device time follow each other (FA3 on a ragged
     # KV cache on the H200: 469 us device + 163 us issue, 665 us per call back to back)
-    serial = wall_clock.reported_us(_stats(469.0), _stats(163.0), serial=True)
+    serial = wall_reading.reported_us(_stats(469.0), _stats(163.0), serial=True)
     assert judge(_reading(665.0), serial, GPU_WALL) is None
-    assert judge(_reading(665.0), wall_clock.reported_us(_stats(469.0), _stats(163.0)),
+    assert judge(_reading(665.0), wall_reading.reported_us(_stats(469.0), _stats(163.0)),
                  GPU_WALL).code == Code.TIMING_MISMATCH  # what max() alone said
     # a timer that reports a tenth of each call is still caught with the sum
-    assert judge(_reading(469.0), wall_clock.reported_us(_stats(46.9), _stats(16.3),
+    assert judge(_reading(469.0), wall_reading.reported_us(_stats(46.9), _stats(16.3),
                  serial=True), GPU_WALL).code == Code.TIMING_MISMATCH
     # on the CPU the issue time is the work: the larger of the two, never the sum
-    assert wall_clock.reported_us(_stats(100.0), _stats(100.0)) == 100.0
+    assert wall_reading.reported_us(_stats(100.0), _stats(100.0)) == 100.0
     # the bound scales with the call: the per-request overhead is spread over the batch
     assert bound_us(100.0, CPU_WALL, 2) == 250.0 + 2.0 + 200.0
     assert bound_us(100.0, CPU_WALL, 400) == 250.0 + 2.0 + 1.0
@@ -115,13 +116,13 @@ def test_gpu_decision_is_one_sided_and_honours_host_bound_calls():
 
 
 def test_batch_sizes_stay_within_their_bounds():
-    assert wall_clock.calls_for(50.0, CPU_WALL) == 40  # 2 ms of 50 us calls
-    assert wall_clock.calls_for(50.0, GPU_WALL) == 100  # 5 ms
-    assert wall_clock.calls_for(360_000.0, CPU_WALL) == CPU_WALL.min_calls
-    assert wall_clock.calls_for(0.0, GPU_WALL) == GPU_WALL.max_calls
+    assert wall_reading.calls_for(50.0, CPU_WALL) == 40  # 2 ms of 50 us calls
+    assert wall_reading.calls_for(50.0, GPU_WALL) == 100  # 5 ms
+    assert wall_reading.calls_for(360_000.0, CPU_WALL) == CPU_WALL.min_calls
+    assert wall_reading.calls_for(0.0, GPU_WALL) == GPU_WALL.max_calls
     # at most the outputs a batch may keep for the parent to verify
-    assert wall_clock.calls_for(50.0, CPU_WALL, max_calls=7) == 7
-    assert wall_clock.calls_for(50.0, CPU_WALL, max_calls=1) == 1
+    assert wall_reading.calls_for(50.0, CPU_WALL, max_calls=7) == 7
+    assert wall_reading.calls_for(50.0, CPU_WALL, max_calls=1) == 1
 
 
 # --- batches on a fake clock -----------------------------------------------------------------
@@ -196,7 +197,7 @@ def test_a_slowed_no_op_cannot_shrink_the_figure():
 
     worker = SlowNoOp(true_us=50.0)
     batches = wall_clock.run_round(worker, 5.0, CPU_WALL, plan=CHANNEL, clock=worker.clock)
-    reading = wall_clock.conclude(batches, 5.0, CPU_WALL, None)
+    reading = wall_reading.conclude(batches, 5.0, CPU_WALL, None)
     assert reading.per_call_us == pytest.approx(50.0) and reading.best_calls >= 40
     assert min(b.worker_ping_s for b in batches) >= 0.05  # kept for the record only
     assert judge(reading, 5.0, CPU_WALL).code == Code.TIMING_MISMATCH
@@ -222,7 +223,7 @@ def test_only_batches_of_the_planned_size_decide():
     small = Batch(2, wall_s=2 * 100e-6 + 300e-6, ping_s=300e-6)  # 100 us a call
     large = Batch(40, wall_s=40 * 100e-6 + 300e-6, ping_s=300e-6)
     assert judge(read([small]), 1.0, CPU_WALL) is None  # alone, the lie fits its allowance
-    reading = wall_clock.conclude([small, large], 1.0, CPU_WALL, None)
+    reading = wall_reading.conclude([small, large], 1.0, CPU_WALL, None)
     assert reading.best_calls == 40
     assert judge(reading, 1.0, CPU_WALL).code == Code.TIMING_MISMATCH
 

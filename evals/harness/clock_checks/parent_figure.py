@@ -7,7 +7,7 @@ worker's medians decide when a timing round has converged and what the wall-cloc
 to, and the figure is the parent's: the wall-clock check's batches of back-to-back calls on fresh
 queries (:mod:`evals.harness.clock_checks.wall_check`), metered by the kernel's count of the
 worker's CPU time (its busiest thread's: :mod:`evals.harness.measurement.process_clock`), the
-fastest batch per call (:func:`evals.harness.clock_checks.wall_clock.figure_stats`). Each upstream
+fastest batch per call (:func:`evals.harness.clock_checks.wall_reading.figure_stats`). Each upstream
 is measured the same way in the upstreams' own worker, on the same input sets
 (:func:`evals.harness.clock_checks.wall_check.upstream_figure`): the same batches, outputs kept and
 digested alike.

@@ -19,19 +19,15 @@ import torch
 
 from evals.harness.clock_checks import channel_cost
 from evals.harness.clock_checks.gated_batch import GatedLink, cold_copies
-from evals.harness.clock_checks.wall_clock import (
+from evals.harness.clock_checks.wall_clock import Clock, Plan, WallFailure, measure, run_round
+from evals.harness.clock_checks.wall_reading import (
     Batch,
-    Clock,
-    Plan,
     Reading,
-    WallFailure,
     bound_us,
     conclude,
     figure_stats,
     judge,
-    measure,
     reported_us,
-    run_round,
 )
 from evals.harness.clock_checks.wall_settings import WallSettings, wall_settings
 from evals.harness.clock_checks.wall_verify import BatchVerifier
