@@ -32,7 +32,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
-from evals.bench import harness_exec
+from evals.bench import harness_exec, relays
 from evals.bench.settings import TaskSettings
 from evals.harness.verdict.record import Verdict
 from tests.helpers import ROOT
@@ -221,7 +221,7 @@ def relay(
     lines = []
     for line in proc.stdout:  # the relay reports its cleanup before the harness starts
         lines.append(line)
-        if line.startswith(nonce + harness_exec.RELAY_NOTE):
+        if line.startswith(nonce + relays.RELAY_NOTE):
             break
     if during is not None:
         during()

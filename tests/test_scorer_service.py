@@ -16,7 +16,7 @@ import pytest
 from inspect_ai.log import transcript
 from inspect_ai.util import ExecResult, OutputLimitExceededError
 
-from evals.bench import harness_exec
+from evals.bench import harness_exec, relays
 from evals.bench.faults import ENVIRONMENT
 from evals.bench.scorer import score_from_run
 from evals.bench.settings import TaskSettings
@@ -59,7 +59,7 @@ class Scorer:
         self.running -= 1
         nonce, b64 = input.split("\n")[:2]
         notes = {"before": {"killed": [{"pid": 41, "cmd": "sleep 600"}], "survived": []}}
-        note = f"{nonce}{harness_exec.RELAY_NOTE}{json.dumps(notes)}"
+        note = f"{nonce}{relays.RELAY_NOTE}{json.dumps(notes)}"
         result = _answer(cmd, input, base64.b64decode(b64))
         return ExecResult(True, 0, f"{note}\n{result.stdout}", "")
 
@@ -81,7 +81,7 @@ def _sandboxes(monkeypatch, agent, scorer) -> None:
     def pick(name=None):
         if name in (None, "default"):
             return agent
-        if name == harness_exec.SCORER_SERVICE and scorer is not None:
+        if name == relays.SCORER_SERVICE and scorer is not None:
             return scorer
         raise ValueError(f"SandboxEnvironment '{name}' is not a recognized environment name.")
 
@@ -104,7 +104,7 @@ def test_container_sandboxes_run_the_harness_in_the_scorer_on_the_kernels_bytes(
     assert agent.reads == [settings.kernel_file] and agent.execs == [], "nothing runs there"
     [call] = scorer.calls
     # argv: the scorer relay, the harness's arguments with the kernel's original file name
-    assert call["cmd"][:4] == ["python3", "-P", "-c", harness_exec.SCORER_RELAY]
+    assert call["cmd"][:4] == ["python3", "-P", "-c", relays.SCORER_RELAY]
     assert call["cmd"][4:] == [
         "score", "--target", settings.target, "--kernel", settings.kernel_file,
         "--suite", "smoke", "--quiet", "--time-budget", "45",  # 3/4 of the run's 60 s
@@ -143,7 +143,7 @@ def test_a_sandbox_without_the_scorer_service_fails_in_one_line_never_in_the_age
     assert agent.execs == [], "never a fallback to the agent's container"
     assert run.verdict is None and run.fault is not None and "\n" not in run.fault
     assert run.fault.startswith(ENVIRONMENT)  # the environment's fault, not the candidate's
-    assert f"no {harness_exec.SCORER_SERVICE!r} service" in run.fault
+    assert f"no {relays.SCORER_SERVICE!r} service" in run.fault
     assert "sandboxes/README.md" in run.fault
 
 
@@ -153,7 +153,7 @@ def test_the_local_sandbox_runs_the_harness_where_the_agent_works(monkeypatch):
     run = _run(LOCAL)
     assert run.ok, run.error
     [cmd] = agent.execs
-    assert cmd[3] == harness_exec.RELAY
+    assert cmd[3] == relays.RELAY
     assert cmd[-5:] == ["--suite", "smoke", "--quiet", "--time-budget", "45"]
     assert run.cleanup is None
 
@@ -168,7 +168,7 @@ def test_inspects_local_sandbox_in_place_of_a_container_runs_as_local(monkeypatc
     _sandboxes(monkeypatch, agent, None)
     run = _run(DOCKER)
     assert run.ok, run.error
-    assert len(agent.execs) == 1 and agent.execs[0][3] == harness_exec.RELAY
+    assert len(agent.execs) == 1 and agent.execs[0][3] == relays.RELAY
 
 
 def test_one_samples_runs_never_overlap_in_its_scorer(monkeypatch):
@@ -197,9 +197,9 @@ def test_relay_input_carries_the_nonce_and_the_kernels_bytes():
 
 
 def test_the_scorer_relay_is_python_that_kills_before_and_after_the_run():
-    code = compile(harness_exec.SCORER_RELAY, "<scorer relay>", "exec")
+    code = compile(relays.SCORER_RELAY, "<scorer relay>", "exec")
     assert code is not None
-    relay = harness_exec.SCORER_RELAY
+    relay = relays.SCORER_RELAY
     # before: earlier runs' processes, then (score) files; after: what outlived this run
     assert relay.index("killed, survived = sweep()") < relay.index("cli.main(")
     assert relay.index("cli.main(") < relay.index("outlived, _ = sweep()")
