@@ -3,9 +3,9 @@
 Landlock restricts the calling thread and the threads it starts later, never those already
 running; importing torch starts one and its OpenMP pool more, on which a candidate's parallel
 regions run. So the confinement comes first, in a module that imports nothing but the
-standard library, and :mod:`evals.harness.worker.serve` is imported after it.
+standard library, and :mod:`evals.harness.worker.startup` is imported after it.
 
-Arguments are :func:`evals.harness.worker.serve.main`'s: ``FD TARGET LIBRARY THREADS UPSTREAM``.
+Arguments are :func:`evals.harness.worker.startup.main`'s: ``FD TARGET LIBRARY THREADS UPSTREAM``.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ def main() -> int:
     """Confine, then hand over to the worker."""
     argv = ["worker", *sys.argv[1:]]
     record = confine(argv)
-    from evals.harness.worker import serve  # only once the confinement holds
+    from evals.harness.worker import startup  # only once the confinement holds
 
-    return serve.main(argv, writes=record)
+    return startup.main(argv, writes=record)
 
 
 if __name__ == "__main__":

@@ -70,7 +70,8 @@ def lazy_outputs(self, req):
 if argv[3] != "-":  # the candidate's worker, not the upstreams'
     worker.Worker.time = lazy_time
     worker.Worker.timed_outputs = lazy_outputs
-sys.exit(worker.main(argv))
+from evals.harness.worker import startup
+sys.exit(startup.main(argv))
 '''
 
 

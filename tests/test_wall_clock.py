@@ -561,7 +561,8 @@ if argv[3] != "-":  # the candidate's worker, not the upstreams'
         return timing.CallTime(device_us=call.device_us / 50, issue_us=call.issue_us / 50)
 
     timing.PerfCounterTimer.time_call = fiftieth
-sys.exit(worker.main(argv))
+from evals.harness.worker import startup
+sys.exit(startup.main(argv))
 '''
 
 
@@ -767,7 +768,8 @@ if argv[3] != "-":  # the candidate's worker, not the upstreams'
         worker_wall.WallBatches.handle = lazy_handle
     elif HACK == "short":
         worker_wall.WallBatches.handle = short_handle
-sys.exit(worker.main(argv))
+from evals.harness.worker import startup
+sys.exit(startup.main(argv))
 '''
 
 HOSTILE_CASES = [

@@ -8,10 +8,11 @@ rewrite its memory: nothing computed here is trusted by the parent unless checke
 it to that; what both ends share is :mod:`evals.harness.worker_link.protocol`); it starts the
 program with ``python -m evals.worker_entry`` (:mod:`evals.harness.worker_link.worker_client`).
 
-Modules: ``serve`` (the request loop), ``wall`` (back-to-back batches for the parent's
-clock), ``gated`` (a batch queued behind the parent's gate), ``warm`` (upstream warm-up
-calls), ``timed_outputs`` (outputs kept from timed calls), ``errors`` (a candidate's
-exceptions as failures), ``heap`` (freed memory kept for reuse).
+Modules: ``startup`` (the OS sandbox, the library, the ready message), ``serve`` (the request
+loop), ``wall`` (back-to-back batches for the parent's clock), ``gated`` (a batch queued behind
+the parent's gate), ``warm`` (upstream warm-up calls), ``timed_outputs`` (outputs kept from
+timed calls), ``errors`` (a candidate's exceptions as failures), ``heap`` (freed memory kept
+for reuse).
 """
 
 SHARED = (
