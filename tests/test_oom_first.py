@@ -1,11 +1,11 @@
-"""The candidate's worker is the out-of-memory killer's first choice (worker_client.OOM_SCORE_ADJ):
+"""The candidate's worker is the out-of-memory killer's first choice (process_state.OOM_SCORE_ADJ):
 memory it fills (a tmpfs counts against a container's) can cost its own process, never the
 parent that writes the verdict."""
 
 from pathlib import Path
 
 from evals.harness import RunSettings, evaluate
-from evals.harness.worker_link.worker_client import OOM_SCORE_ADJ
+from evals.harness.worker_link.process_state import OOM_SCORE_ADJ
 from tests.helpers import START_CPU
 
 

@@ -24,6 +24,12 @@ from evals.harness.sandbox.os_sandbox import SANDBOX_ENV
 from evals.harness.targets import Target
 from evals.harness.worker_link import channel
 from evals.harness.worker_link.budget import Budget
+from evals.harness.worker_link.process_state import (
+    OOM_SCORE_ADJ,
+    oom_score_adj,
+    signal_name,
+    stopped,
+)
 from evals.harness.worker_link.worker_log import CappedLog
 from evals.worker_entry import WORKER_DIR_ENV
 
@@ -33,47 +39,12 @@ _LAST_REQUEST_S = 0.5
 arrives; the worker's further work does not."""
 
 
-OOM_SCORE_ADJ = 1000
-"""The candidate's worker's ``oom_score_adj``: the kernel's out-of-memory killer takes it before
-any other process of the run. A candidate that filled memory (a tmpfs its private folder lives
-on counts against the container's) could otherwise have the parent killed: a run without a
-verdict, booked as the harness's fault. Lowering it again needs ``CAP_SYS_RESOURCE``."""
-
-
-def _oom_score_adj(pid: int) -> int | None:
-    """The kernel's word on process ``pid``'s ``oom_score_adj`` (None if unreadable)."""
-    try:
-        return int(Path(f"/proc/{pid}/oom_score_adj").read_text())
-    except (OSError, ValueError):
-        return None
-
-
 class WorkerFailure(Exception):
     """The worker died, hung or refused the candidate; carries the failure."""
 
     def __init__(self, failure: Failure) -> None:
         super().__init__(failure.reason)
         self.failure = failure
-
-
-def _stopped(pid: int) -> bool:
-    """Whether every thread of process ``pid`` is stopped (or the process is unreadable)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-        states = [
-            Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            for tid in tids
-        ]
-    except (OSError, IndexError):
-        return True
-    return all(state in ("T", "t") for state in states)
-
-
-def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
 
 
 class WorkerClient:
@@ -217,7 +188,7 @@ class WorkerClient:
         how = "cleaned" if self.clean_env else "inherited from the caller"
         self.protections = {**(raw if isinstance(raw, dict) else {}), "environment": how}
         if first_to_go:
-            self.protections["oom_score_adj"] = _oom_score_adj(self.proc.pid)
+            self.protections["oom_score_adj"] = oom_score_adj(self.proc.pid)
         if self.runs_candidate:
             self._confirm_sandbox()
 
@@ -331,7 +302,7 @@ class WorkerClient:
             )
             return Failure(Code.SANDBOX_VIOLATION, reason)
         if rc is not None and rc < 0:
-            reason = f"candidate crashed the worker with {_signal_name(-rc)} while {doing}{detail}"
+            reason = f"candidate crashed the worker with {signal_name(-rc)} while {doing}{detail}"
         else:
             reason = f"worker exited with status {rc} while {doing}{detail}"
         return Failure(Code.CRASH, reason)
@@ -357,7 +328,7 @@ class WorkerClient:
         os.killpg(proc.pid, signal.SIGSTOP)
         try:
             deadline = time.monotonic() + 1.0
-            while not _stopped(proc.pid) and time.monotonic() < deadline:
+            while not stopped(proc.pid) and time.monotonic() < deadline:
                 time.sleep(0.0005)
             yield
         finally:
