@@ -13,12 +13,13 @@ and a forge that knew each scenario's U in advance (the best it could do) would 
 ``median / r_min`` there. This prints that figure per timed scenario, which bound sets it,
 and its geomean over the study scenarios (the headline) and over the contract ones.
 
-Usage: python benchmarks/forge_headroom.py VERDICT.json [...]
+Usage: python benchmarks/forge_headroom.py VERDICT.json[.gz] [...]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import re
@@ -89,7 +90,8 @@ def _geomean(values: list[float]) -> float:
 
 def report(path: Path) -> None:
     """Print the per-scenario bounds of the verdict at ``path`` and their geomeans."""
-    verdict = Verdict.from_json(json.loads(path.read_text()))
+    text = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    verdict = Verdict.from_json(json.loads(text))
     rows = [h for r in verdict.results if r.correct and (h := headroom(r)) is not None]
     print(f"{path} ({verdict.target}, {verdict.suite}): {len(rows)} gated timed scenarios")
     print(f"  {'scenario':58} {'median':>9} {'U':>9} {'r_min':>9} {'bound':>8} {'gain':>6}")
