@@ -29,6 +29,9 @@
 #   faster.cu, a forge reporting 0.8 of each call (padded) and its twin, and FA3, once per
 #   variant of arguments in $GATED_VARIANTS (';'-separated, e.g. "--digest --events;--digest
 #   --settle-us 20"; or one variant in $GATED_ARGS), each into gated/vN/;
+#   gated-l2: benchmarks/gpu_gated_batch.py on start.cu, smoke, with each L2 treatment of a
+#   batch (a flush before each call, the check's rotated copies, none): is it the L2 that
+#   makes start.cu's decode calls run at 0.63-0.68 of their event-timed median back to back?
 #   gputests-gated: the gated wall-clock check's GPU tests, the digests' and the stream gate's (U
 #   against the report per scenario printed);
 #   gputests-full: every GPU test in one uninterrupted run (8 workers; the device lock
@@ -166,6 +169,12 @@ import gpu_forge_gain as f; f.variants(Path('$work/gated/kernels'), keep=0.8, hi
         done
         tar czf "$OUT/$tag.tgz" -C /tmp "$tag"
       done ;;
+    gated-l2) mkdir -p "$work/gated-l2"  # start.cu's gated batches with each L2 treatment
+      for flush in memset rotate none; do
+        timeout -s INT "${TEST_LIMIT:-540}" python3 benchmarks/gpu_gated_batch.py \
+          --kernel kernels/fa3_hopper/start.cu --flush "$flush" --digest \
+          --out "$work/gated-l2/$flush" > "$work/gated-l2/$flush.log" 2>&1
+        echo "gated-l2 $flush rc=$?"; tail -1 "$work/gated-l2/$flush.log"; done ;;
     gputests-gated) timeout -s INT "${TEST_LIMIT:-540}" python3 -m pytest -m gpu \
         tests/gpu/test_gated_wall.py tests/gpu/test_digest_gpu.py tests/gpu/test_stream_gate.py -n 4 -rA -s -p no:cacheprovider \
         2>&1 | tee "$work/gputests-gated.log" | grep -E "passed|failed|FAILED|ERROR|: U " | tail -60 ;;
