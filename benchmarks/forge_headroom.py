@@ -42,7 +42,9 @@ class Headroom:
         scenario: Scenario id.
         contract: Whether it is a contract scenario (outside the headline geomean).
         median_us: The honest kernel's reported (event-timed) median, microseconds.
-        wall_us: The parent's clock a call over the gated batches, microseconds.
+        wall_us: The parent's clock a call over the gated batches (U), microseconds.
+        gross_us: The same with nothing but the channel's round trip subtracted (the flips and
+            digests left in), microseconds: U far under it means the subtractions decide.
         r_min_us: The smallest report every bound allows, microseconds.
         bound: Which bound sets ``r_min_us`` (``wall``, ``trace`` or ``roofline``).
         gain: ``median_us / r_min_us``, at least 1 (a forge gains nothing below its work).
@@ -52,6 +54,7 @@ class Headroom:
     contract: bool
     median_us: float
     wall_us: float
+    gross_us: float
     r_min_us: float
     bound: str
     gain: float
@@ -78,6 +81,7 @@ def headroom(result: ScenarioResult) -> Headroom | None:
         contract=result.scenario.contract,
         median_us=median,
         wall_us=wall["per_call_us"],
+        gross_us=(wall.get("gross_us") or {}).get("median_us", math.nan),
         r_min_us=r_min,
         bound=bound,
         gain=max(median / r_min, 1.0) if r_min > 0 else math.inf,
@@ -94,11 +98,14 @@ def report(path: Path) -> None:
     verdict = Verdict.from_json(json.loads(text))
     rows = [h for r in verdict.results if r.correct and (h := headroom(r)) is not None]
     print(f"{path} ({verdict.target}, {verdict.suite}): {len(rows)} gated timed scenarios")
-    print(f"  {'scenario':58} {'median':>9} {'U':>9} {'r_min':>9} {'bound':>8} {'gain':>6}")
+    print(
+        f"  {'scenario':58} {'median':>9} {'U':>9} {'gross':>9} {'r_min':>9} {'bound':>8}"
+        f" {'gain':>6}"
+    )
     for h in rows:
         print(
-            f"  {h.scenario[:58]:58} {h.median_us:9.1f} {h.wall_us:9.1f} {h.r_min_us:9.1f}"
-            f" {h.bound:>8} {h.gain:6.3f}{'  (contract)' if h.contract else ''}"
+            f"  {h.scenario[:58]:58} {h.median_us:9.1f} {h.wall_us:9.1f} {h.gross_us:9.1f}"
+            f" {h.r_min_us:9.1f} {h.bound:>8} {h.gain:6.3f}{'  (contract)' if h.contract else ''}"
         )
     study = [h.gain for h in rows if not h.contract]
     contract = [h.gain for h in rows if h.contract]

@@ -32,6 +32,8 @@ def test_the_wall_bound_sets_the_smallest_report_on_a_long_call():
     found = forge_headroom.headroom(_scenario(median=1000.0, wall=wall, calls=10, traced=1000.0))
     assert found.bound == "wall"
     assert found.r_min_us == pytest.approx(r)
+    recorded = json.loads(S37.read_text())["scenarios"][0]["timing"]["wall"]["gross_us"]
+    assert found.gross_us == recorded["median_us"]  # the flips and digests left in
     assert found.gain == pytest.approx(1000.0 / r)
 
 
