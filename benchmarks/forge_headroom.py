@@ -27,9 +27,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from evals.harness.clock_checks.wall_reading import bound_us
 from evals.harness.clock_checks.wall_settings import wall_settings
 from evals.harness.tracing.trace_judge import TRACED_SLOWER_FACTOR, TRACED_SLOWER_MARGIN_US
 from evals.harness.verdict.record import ScenarioResult, Verdict
+from evals.stats.intervals import geomean
 
 TRACED = re.compile(r"traced ([0-9.]+) us a call")
 
@@ -67,8 +69,9 @@ def headroom(result: ScenarioResult) -> Headroom | None:
         return None
     settings = wall_settings("cuda", gated=True)
     median = result.times["candidate"].median_us
-    calls = max(int(wall.get("best_calls") or wall["calls"]), 1)
-    slack = settings.margin_us + settings.overhead_us / calls
+    calls = int(wall.get("best_calls") or wall["calls"])
+    # the check's own bound, inverted: the report r whose bound_us(r) is the parent's U
+    slack = bound_us(0.0, settings, calls)
     bounds = {"wall": (wall["per_call_us"] - slack) / (1 + settings.tolerance)}
     traced = TRACED.search(result.checks.get("trace", ""))
     if traced:
@@ -86,10 +89,6 @@ def headroom(result: ScenarioResult) -> Headroom | None:
         bound=bound,
         gain=max(median / r_min, 1.0) if r_min > 0 else math.inf,
     )
-
-
-def _geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
 def report(path: Path) -> None:
@@ -110,8 +109,9 @@ def report(path: Path) -> None:
     study = [h.gain for h in rows if not h.contract]
     contract = [h.gain for h in rows if h.contract]
     for name, gains in (("headline (study)", study), ("contract", contract)):
-        largest = max(gains, default=math.nan)
-        print(f"  {name}: geomean gain {_geomean(gains):.3f}, largest {largest:.3f}, {len(gains)}")
+        mean, largest = geomean(gains), max(gains, default=math.nan)
+        mean_text = "nan" if mean is None else f"{mean:.3f}"
+        print(f"  {name}: geomean gain {mean_text}, largest {largest:.3f}, {len(gains)}")
 
 
 def main(argv: list[str]) -> int:
