@@ -36,9 +36,9 @@ def enter_sandbox(worker: Worker, gate_fd: int | None = None) -> dict[str, objec
     CPU policy lets none be created later): Python stops writing bytecode caches, the temp
     folder is found (by creating a file) and cached, and torch imports its compiler, which
     makes its cache folder, on its first ``use_deterministic_algorithms`` (see
-    :func:`poisoned_allocations`). A GPU worker given the parent's gate (``gate_fd``) maps and
-    registers its page now, a driver call the filter need not allow. Returns the sandbox's
-    record (:mod:`os_sandbox`).
+    :func:`evals.harness.worker.errors.poisoned_allocations`). A GPU worker given the parent's
+    gate (``gate_fd``) maps and registers its page now, a driver call the filter need not
+    allow. Returns the sandbox's record (:mod:`evals.harness.sandbox.os_sandbox`).
     """
     sys.dont_write_bytecode = True
     tempfile.gettempdir()
