@@ -123,7 +123,11 @@ def main(argv: list[str]) -> int:
         if not path.is_file():
             print(f"error: {path}: no such verdict file", file=sys.stderr)
             return 2
-        report(path)
+        try:
+            report(path)
+        except (OSError, EOFError, ValueError) as exc:  # unreadable, cut, not JSON, not a verdict
+            print(f"error: {path}: not a readable verdict: {exc}", file=sys.stderr)
+            return 2
     return 0
 
 

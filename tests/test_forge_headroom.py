@@ -61,3 +61,12 @@ def test_the_recorded_dev_run_prints_its_headline_bound(capsys):
 def test_a_missing_verdict_is_a_one_line_error(tmp_path: Path, capsys):
     assert forge_headroom.main([str(tmp_path / "none.json")]) == 2
     assert "no such verdict file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("body", [b"not json", b'{"schema": "other"}', b"\x1f\x8bbroken"])
+def test_a_file_that_is_not_a_verdict_is_a_one_line_error(tmp_path: Path, capsys, body):
+    path = tmp_path / ("bad.json.gz" if body.startswith(b"\x1f") else "bad.json")
+    path.write_bytes(body)
+    assert forge_headroom.main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "not a readable verdict" in err and err.count("\n") == 1
