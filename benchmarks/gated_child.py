@@ -78,7 +78,13 @@ class Worker:
         import torch
 
         from evals.harness.clock_checks import digest
-        from evals.harness.clock_checks.query_flips import base_bits, flip, flip_at, make_mask
+        from evals.harness.clock_checks.query_flips import (
+            base_bits,
+            flip,
+            flip_at,
+            make_mask,
+            positions,
+        )
         from evals.harness.measurement.gpu import spin
         from evals.harness.scenarios import Scenario
 
@@ -98,7 +104,7 @@ class Worker:
         q = sets[0]["q"]
         mask = make_mask(q, seed)
         bases = [base_bits(s["q"]) for s in sets]
-        positions = torch.arange(q.numel(), device=q.device)
+        rows = positions(q)
         outputs = [call() for call in calls]
         # What arm() queues behind the gate, run once ungated: a kernel's first launch loads
         # its module and waits for the device (stream_gate.DeviceGate.queue).
@@ -106,7 +112,7 @@ class Worker:
         self.flush.zero_()
         spin(1)
         for j, s in enumerate(sets):
-            flip_at(s["q"], bases[j], mask, offsets, 0, positions)
+            flip_at(s["q"], bases[j], mask, offsets, 0, rows)
         digest.warm(outputs[0].numel(), DIGEST_SEED, q.device)
         digest.device_sums(outputs, DIGEST_SEED)
         torch.cuda.synchronize()
@@ -116,7 +122,7 @@ class Worker:
             flip(sets[j]["q"], bases[j], mask, rng.randint(0, q.numel()))
             times.append(self.timer.time_call(calls[j], spin_us=SPIN_US).device_us)
         self.state = {"sets": sets, "calls": calls, "mask": mask, "bases": bases,
-                      "positions": positions, "dummy": torch.zeros_like(outputs[0]),
+                      "positions": rows, "dummy": torch.zeros_like(outputs[0]),
                       "flush": flush}  # fmt: skip
         return {"numel": q.numel(), "median_us": statistics.median(times), "sets": count}
 

@@ -12,19 +12,49 @@ values are symmetric about 0) and its scale factors (fp8 descales), and no short
 ``(q * signs) @ k.T`` from earlier work for another mask; with ``numel`` possible offsets a
 call's q cannot be guessed ahead. One flip is one pass over q: its cost, timed by the parent
 the same way, is subtracted from the batch's time.
+
+A large q's offsets are multiples of a grain (:func:`grain`), so that a gated batch, which reads
+each offset on the device, gathers the window row by row with a small index: per element it
+built and read an int64 index of q's size, eight times q's bytes, and on the H100 its flips
+took about as long as the prefill calls they served (686 us a call beside a 708 us call, s38),
+which made the parent's figure, the batch less what it subtracts, a small difference of large
+ones. At least :data:`MIN_OFFSETS` offsets remain: no process computes that many outputs of a
+call on millions of query elements ahead of a batch.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import random
 
 import numpy as np
 import torch
 
-__all__ = ["base_bits", "flip", "flip_at", "make_mask", "shifts"]
+__all__ = [
+    "MIN_OFFSETS",
+    "base_bits",
+    "flip",
+    "flip_at",
+    "grain",
+    "make_mask",
+    "positions",
+    "shifts",
+]
 
 _INT_OF_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+MIN_OFFSETS = 1 << 18
+"""Distinct offsets a q of at least twice this many elements keeps; a smaller q keeps all."""
+
+
+def grain(numel: int) -> int:
+    """The step between a q of ``numel`` elements' offsets: 1, or a power of two for a large q.
+
+    The largest power of two that leaves at least :data:`MIN_OFFSETS` offsets.
+    """
+    if numel < 2 * MIN_OFFSETS:
+        return 1
+    return 1 << int(math.log2(numel // MIN_OFFSETS))
 
 
 def _bits(q: torch.Tensor) -> torch.Tensor:
@@ -38,7 +68,9 @@ def base_bits(q: torch.Tensor) -> torch.Tensor:
 
 
 def make_mask(q: torch.Tensor, seed: int) -> torch.Tensor:
-    """``(2 * q.numel(),)`` integers of q's element size, each the sign bit or 0, from ``seed``.
+    """About ``2 * q.numel()`` integers of q's element size, each the sign bit or 0, from ``seed``.
+
+    Twice q's size in whole grains (:func:`grain`): a window at any offset fits, row by row.
 
     Drawn on q's device, where both processes (the same device, the same torch) draw the same
     bits: a large GPU q's mask drawn by the host took both processes longer than the batches it
@@ -53,14 +85,22 @@ def _mask(numel: int, size: int, device: str, seed: int) -> torch.Tensor:
     sign = torch.iinfo(dtype).min  # only the top bit set
     where = torch.device(device)
     gen = torch.Generator(device=where).manual_seed(seed)
-    draws = torch.randint(0, 2, (2 * numel,), generator=gen, dtype=dtype, device=where)
+    step = grain(numel)
+    length = 2 * step * -(-numel // step)
+    draws = torch.randint(0, 2, (length,), generator=gen, dtype=dtype, device=where)
     return draws.mul_(sign)
 
 
 def shifts(seed: int, calls: int, numel: int) -> list[int]:
-    """Each call's offset into the mask, in ``[0, numel]``, from ``seed``."""
+    """Each call's offset into the mask, from ``seed``: a multiple of :func:`grain`, <= numel."""
     rng = random.Random(seed)
-    return [rng.randint(0, numel) for _ in range(calls)]
+    step = grain(numel)
+    return [rng.randint(0, numel // step) * step for _ in range(calls)]
+
+
+def positions(q: torch.Tensor) -> torch.Tensor:
+    """The row index :func:`flip_at` gathers ``q``'s window by: one int64 per grain of q."""
+    return torch.arange(-(-q.numel() // grain(q.numel())), device=q.device)
 
 
 def flip(q: torch.Tensor, base: torch.Tensor, mask: torch.Tensor, shift: int) -> None:
@@ -93,16 +133,24 @@ def flip_at(
     """:func:`flip` with the offset read on the device: ``offsets[call]``, known only when run.
 
     A gated batch's calls are queued before the parent releases their offsets
-    (:mod:`evals.harness.measurement.stream_gate`), so the window into ``mask`` is gathered
-    at ``positions + offsets[call]`` rather than sliced at a host integer.
+    (:mod:`evals.harness.measurement.stream_gate`), so the window into ``mask`` is gathered,
+    a grain at a time, at rows ``positions + offsets[call] / grain`` rather than sliced at a
+    host integer.
 
     Args:
         q: The set's query, written in place.
         base: :func:`base_bits` of the set's original q.
         mask: :func:`make_mask` of the set's q.
-        offsets: ``(calls,)`` int64 on q's device, each in ``[0, q.numel()]``.
+        offsets: ``(calls,)`` int64 on q's device, each a multiple of :func:`grain` in
+            ``[0, q.numel()]`` (:func:`shifts`).
         call: Which offset.
-        positions: ``torch.arange(q.numel())`` (int64) on q's device, made once per set.
+        positions: :func:`positions` of q, made once per set.
     """
-    window = mask.take(positions + offsets[call]).view(q.shape)
-    torch.bitwise_xor(base, window, out=_bits(q))
+    numel = q.numel()
+    step = grain(numel)
+    if step == 1:  # a small q: no division queued per call
+        window = mask.take(positions + offsets[call])
+    else:
+        rows = mask.view(-1, step).index_select(0, positions + offsets[call] // step)
+        window = rows.view(-1)[:numel]
+    torch.bitwise_xor(base, window.view(q.shape), out=_bits(q))

@@ -319,7 +319,7 @@ def _device_flip_s(
     work only, and the host's launches (three a flip) would overstate it several times over.
     """
     device = queries[0].device
-    positions = torch.arange(queries[0].numel(), device=device)
+    positions = query_flips.positions(queries[0])
     table = torch.tensor(list(offsets), dtype=torch.int64, device=device)
 
     def flips() -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from evals.harness.clock_checks.digest import device_sums, digests, hashed
-from evals.harness.clock_checks.query_flips import flip_at
+from evals.harness.clock_checks.query_flips import flip_at, positions
 from evals.harness.measurement.stream_gate import DeviceGate
 
 __all__ = ["GatedQueue"]
@@ -47,7 +47,7 @@ class GatedQueue:
         which a closed gate holds (:meth:`DeviceGate.queue`): each flip, each call and the
         digests' sums run here first.
         """
-        self.positions = torch.arange(queries[0].numel(), device=queries[0].device)
+        self.positions = positions(queries[0])
         offsets = torch.zeros(1, dtype=torch.int64, device=queries[0].device)
         outputs = []
         for q, (base, mask), call in zip(queries, flips, calls, strict=True):
