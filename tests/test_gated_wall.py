@@ -334,3 +334,39 @@ def test_copies_of_the_rounds_sets_are_cycled_in_order_with_the_same_work(monkey
         assert torch.equal(inputs["k"], twin["k"]) and torch.equal(inputs["v"], twin["v"])
         if i >= 2:  # its own memory: cold while the others run
             assert inputs["k"].data_ptr() != twin["k"].data_ptr()
+
+
+class CopyStub(GatedStub):
+    """A ``GatedStub`` whose calls note which copy of the sets they ran on (k's memory)."""
+
+    def prepare(self, inputs):
+        def call():
+            self.seen.append(inputs["k"].data_ptr())
+            return inputs["q"] * 2
+
+        return call
+
+
+@pytest.mark.parametrize("gated", [True, False])
+def test_each_batch_starts_on_the_copies_the_last_one_left_cold(monkeypatch, gated):
+    """Batches shorter than the copies restarted at the first copy, whose inputs the last
+    batch had left in the L2; now the copies cycle across batches, a whole round at a time,
+    so call ``i`` still runs on a copy of set ``i % len(seeds)`` as the parent rebuilds it."""
+    monkeypatch.setattr(worker_gated.torch.cuda, "synchronize", lambda: None)
+    scenario = get_target("cpu_attention").load_suite("smoke").scenarios[1]
+    stub = CopyStub([0] * 8)
+    wall = WallBatches(stub)
+    wall.handle({"op": "wall", "scenario": scenario.to_json(), "seeds": [3, 4], "mask_seed": 4,
+                 "gated": gated, "copies": 3})  # fmt: skip
+    copy_of = {s["k"].data_ptr(): i for i, s in enumerate(wall.sets)}
+    runs = []
+    for n in (2, 3, 2, 2):
+        stub.seen.clear()
+        if gated:
+            wall.handle({"op": "wall", "n": n, "digest_seed": 5, "gated": 77})
+            wall.handle({"op": "wall", "finish": True})
+        else:
+            wall.handle({"op": "wall", "n": n, "digest_seed": 5, "shifts": [0] * n})
+        runs.append([copy_of[ptr] for ptr in stub.seen])
+    assert runs == [[0, 1], [2, 3, 4], [0, 1], [2, 3]]
+    assert all(copy % 2 == i % 2 for run in runs for i, copy in enumerate(run))
