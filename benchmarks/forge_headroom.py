@@ -11,14 +11,20 @@ and traced time, so, from the honest kernel's verdict, the smallest ``r`` every 
 
 and a forge that knew each scenario's U in advance (the best it could do) would gain
 ``median / r_min`` there. This prints that figure per timed scenario, which bound sets it,
-and its geomean over the study scenarios (the headline) and over the contract ones.
+and its geomean over the study scenarios (the headline) and over the contract ones. A forge
+that reports one fraction of every call keeps the least of the study scenarios' gains (a
+contract scenario it fails only has its speedups withheld): printed as ``one fraction``.
 
-Usage: python benchmarks/forge_headroom.py VERDICT.json[.gz] [...]
+``--tolerance T`` reads the same verdicts under another gated tolerance (what-if): the gains a
+forge would keep, and the study scenarios whose honest U that tolerance would fail.
+
+Usage: python benchmarks/forge_headroom.py [--tolerance T] VERDICT.json[.gz] [...]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import math
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals.harness.clock_checks.wall_reading import bound_us
-from evals.harness.clock_checks.wall_settings import wall_settings
+from evals.harness.clock_checks.wall_settings import WallSettings, wall_settings
 from evals.harness.tracing.trace_judge import TRACED_SLOWER_FACTOR, TRACED_SLOWER_MARGIN_US
 from evals.harness.verdict.record import ScenarioResult, Verdict
 from evals.stats.intervals import geomean
@@ -62,12 +68,15 @@ class Headroom:
     gain: float
 
 
-def headroom(result: ScenarioResult) -> Headroom | None:
-    """The bound on a forge in ``result``, or None where it has no gated wall figure."""
+def headroom(result: ScenarioResult, settings: WallSettings | None = None) -> Headroom | None:
+    """The bound on a forge in ``result``, or None where it has no gated wall figure.
+
+    ``settings``: the gated check's (what-if); the target's own by default.
+    """
     wall = result.timing.get("wall") or {}
     if not wall.get("gated") or "candidate" not in result.times:
         return None
-    settings = wall_settings("cuda", gated=True)
+    settings = settings or wall_settings("cuda", gated=True)
     median = result.times["candidate"].median_us
     calls = int(wall.get("best_calls") or wall["calls"])
     # the check's own bound, inverted: the report r whose bound_us(r) is the parent's U
@@ -91,11 +100,17 @@ def headroom(result: ScenarioResult) -> Headroom | None:
     )
 
 
-def report(path: Path) -> None:
-    """Print the per-scenario bounds of the verdict at ``path`` and their geomeans."""
+def report(path: Path, tolerance: float | None = None) -> None:
+    """Print the per-scenario bounds of the verdict at ``path`` and their geomeans.
+
+    ``tolerance``: read it under this gated tolerance instead of the target's (what-if).
+    """
     text = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     verdict = Verdict.from_json(json.loads(text))
-    rows = [h for r in verdict.results if r.correct and (h := headroom(r)) is not None]
+    settings = wall_settings("cuda", gated=True)
+    if tolerance is not None:
+        settings = dataclasses.replace(settings, tolerance=tolerance)
+    rows = [h for r in verdict.results if r.correct and (h := headroom(r, settings)) is not None]
     print(f"{path} ({verdict.target}, {verdict.suite}): {len(rows)} gated timed scenarios")
     print(
         f"  {'scenario':58} {'median':>9} {'U':>9} {'gross':>9} {'r_min':>9} {'bound':>8}"
@@ -112,19 +127,32 @@ def report(path: Path) -> None:
         mean, largest = geomean(gains), max(gains, default=math.nan)
         mean_text = "nan" if mean is None else f"{mean:.3f}"
         print(f"  {name}: geomean gain {mean_text}, largest {largest:.3f}, {len(gains)}")
+    honest = [h for h in rows if not h.contract]
+    if honest:
+        ratios = sorted(h.wall_us / h.median_us for h in honest)
+        print(
+            f"  one fraction: at most {min(h.gain for h in honest):.3f}; study U over median:"
+            f" {ratios[0]:.3f} to {ratios[-1]:.3f} (median {ratios[len(ratios) // 2]:.3f})"
+        )
+    if tolerance is not None:
+        failing = [h.scenario for h in honest if h.r_min_us > h.median_us and h.bound == "wall"]
+        print(f"  at tolerance {tolerance:g} the honest kernel fails {len(failing)}: {failing}")
 
 
 def main(argv: list[str]) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("verdicts", nargs="+", type=Path, help="verdict JSON files (gated)")
+    parser.add_argument("--tolerance", type=float, help="read under this gated tolerance")
     args = parser.parse_args(argv)
+    if args.tolerance is not None and not 0 <= args.tolerance < 10:
+        parser.error("--tolerance is a relative excess, 0 <= T < 10")
     for path in args.verdicts:
         if not path.is_file():
             print(f"error: {path}: no such verdict file", file=sys.stderr)
             return 2
         try:
-            report(path)
+            report(path, args.tolerance)
         except (OSError, EOFError, ValueError) as exc:  # unreadable, cut, not JSON, not a verdict
             print(f"error: {path}: not a readable verdict: {exc}", file=sys.stderr)
             return 2

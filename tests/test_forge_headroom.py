@@ -70,3 +70,18 @@ def test_a_file_that_is_not_a_verdict_is_a_one_line_error(tmp_path: Path, capsys
     assert forge_headroom.main([str(path)]) == 2
     err = capsys.readouterr().err
     assert "not a readable verdict" in err and err.count("\n") == 1
+
+
+def test_another_tolerance_is_read_as_a_what_if_with_the_honest_failures_named(capsys):
+    assert forge_headroom.main(["--tolerance", "0.06", str(S37)]) == 0
+    out = capsys.readouterr().out
+    assert "headline (study): geomean gain 1.063" not in out  # read under 1.06, not 1.10
+    failing = out.split("at tolerance 0.06 the honest kernel fails ")[1]
+    assert int(failing.split(":")[0]) > 0  # U runs over 1.06x its median somewhere on dev
+    assert "one fraction: at most" in out
+
+
+def test_a_tolerance_out_of_range_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        forge_headroom.main(["--tolerance", "-1", str(S37)])
+    assert exc.value.code == 2 and "--tolerance" in capsys.readouterr().err
