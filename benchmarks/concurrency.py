@@ -8,10 +8,11 @@ agents run, the target's upstream is benched against itself (``bench --candidate
 FA3 on fa3_hopper) ``--selfchecks`` times, started as the agents start building: its geomean
 must stay 1.00 +/- 0.01 with other runs building beside it.
 
-From each harness run's ``harness_run`` event (:mod:`evals.bench.run_cost`) and the eval's wall
-time it prints, per N: evaluations (harness runs) per GPU-hour, the lock's busy share of the
-wall time, the share of lock-held time spent in timed kernel calls, the lock waits, the builds,
-the scores, and the self-checks' geomeans. Writes ``OUT/concurrency.json`` and ``OUT/logs/``.
+From each harness run's ``harness_run`` event (:mod:`evals.bench.scoring.run_cost`) and the
+eval's wall time it prints, per N: evaluations (harness runs) per GPU-hour, the lock's busy
+share of the wall time, the share of lock-held time spent in timed kernel calls, the lock
+waits, the builds, the scores, and the self-checks' geomeans. Writes ``OUT/concurrency.json``
+and ``OUT/logs/``.
 
     # on a GPU host (the H200: device_call.sh's `concurrency` step)
     python benchmarks/concurrency.py --task tasks/fa3_hopper --kernel kernels/fa3_hopper/start.cu \
@@ -128,7 +129,7 @@ def self_check(target: str, upstream: str, suite: str, path: Path, t0: float) ->
     started = time.monotonic()
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
-    from evals.bench.run_cost import RunCost
+    from evals.bench.scoring.run_cost import RunCost
     from evals.harness.verdict.record import Verdict
 
     try:
@@ -183,7 +184,7 @@ def run_round(args: argparse.Namespace, agents: int, targs: dict[str, str], suit
 
 def summarise(log: Any, agents: int, wall: float, checks: list[SelfCheck]) -> Round:
     """The round's figures from the eval log's ``harness_run`` events and scores."""
-    from evals.bench.run_cost import run_costs
+    from evals.bench.scoring.run_cost import run_costs
 
     costs = [c for s in log.samples or [] for c in run_costs(s.events)]
     scores = []
@@ -243,8 +244,8 @@ def passed(rounds: list[Round]) -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Run the rounds, print and write the figures; returns the exit status."""
     args = parser().parse_args(argv)
-    from evals.bench.targets import TARGETS
-    from evals.bench.validate import TaskArgumentError
+    from evals.bench.config.targets import TARGETS
+    from evals.bench.config.validate import TaskArgumentError
     from evals.inspect_preflight import split_pairs, task_args
 
     name = Path(args.task).name

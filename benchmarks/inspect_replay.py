@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
         targs = dict(split_pairs(args.task_args))
         target = Path(args.task).name.removesuffix(".py")
-        from evals.bench.targets import TARGETS
+        from evals.bench.config.targets import TARGETS
 
         runnable = [f"tasks/{n}" for n, t in TARGETS.items() if t.unavailable is None]
         if target not in TARGETS or TARGETS[target].unavailable is not None:

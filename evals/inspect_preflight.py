@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from evals.bench.arms import ARMS
-from evals.bench.targets import TARGETS
+from evals.bench.config.targets import TARGETS
+from evals.bench.config.task_args import TaskArgs
+from evals.bench.config.validate import TaskArgumentError, validate
 from evals.bench.task import target_settings
-from evals.bench.task_args import TaskArgs
-from evals.bench.validate import TaskArgumentError, validate
 
 DEFAULT_ARM = "kernel_agent"
 """The arm a task runs without ``--solver``."""

@@ -27,7 +27,7 @@ from inspect_ai.model import ModelOutput
 from inspect_ai.util import DisplayType
 
 from evals.bench.arms import kernelseek
-from evals.bench.targets import bench_target
+from evals.bench.config.targets import bench_target
 from evals.heartbeat import heartbeat
 from evals.replay import replay_model, text, tool_call, write_file
 

@@ -9,8 +9,8 @@ from importlib.metadata import version
 
 import pytest
 
-from evals.bench import acp
-from evals.bench.acp import InspectApiChanged, acp_server_running, private_query
+from evals.bench.questioning import acp
+from evals.bench.questioning.acp import InspectApiChanged, acp_server_running, private_query
 
 
 def test_inspect_still_has_the_private_acp_query():

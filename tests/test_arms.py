@@ -13,6 +13,7 @@ from inspect_ai.log import transcript
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from evals.bench import TaskSettings, bench_target, kernel_task
+from evals.bench.agent.recipe import load_recipe, stage_ends
 from evals.bench.arms import (
     autonomous,
     kernelseek,
@@ -21,10 +22,9 @@ from evals.bench.arms import (
     open_ended,
     scripted,
 )
-from evals.bench.decisions import SuspiciousGainDetector
-from evals.bench.director import question_rule_broken
-from evals.bench.recipe import load_recipe, stage_ends
-from evals.bench.seeds import sample_seed
+from evals.bench.config.seeds import sample_seed
+from evals.bench.questioning.decisions import SuspiciousGainDetector
+from evals.bench.questioning.director import question_rule_broken
 from tests.helpers import CPU_KERNELS, ROOT, START_CPU
 
 SMOKE = dict(target="cpu_attention", suite="smoke", score_suite="smoke", upstream="sdpa",
@@ -227,7 +227,8 @@ def test_sample_seed_differs_by_epoch_and_repeats_across_processes():
     import subprocess
     import sys
 
-    code = ("from types import SimpleNamespace as S; from evals.bench.seeds import sample_seed; "
+    code = ("from types import SimpleNamespace as S; "
+            "from evals.bench.config.seeds import sample_seed; "
             "print(sample_seed(S(sample_id='cpu_attention', epoch=1, metadata={})), "
             "sample_seed(S(sample_id='cpu_attention', epoch=2, metadata={})))")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -171,7 +171,7 @@ def test_a_changed_start_up_file_is_the_candidates_unless_it_could_not_write(
 def test_a_harness_error_forged_onto_the_channel_is_never_the_scorers_fault():
     # the kernel writes an answer frame with code harness_error onto its worker's channel: the
     # parent reads it as the candidate's exception, so the scorer sees no fault to leave out
-    from evals.bench.faults import verdict_fault
+    from evals.bench.scoring.faults import verdict_fault
 
     cheat = ROOT / "tests" / "cheats" / "cpu_attention" / "forged_harness_error.cpp"
     verdict = evaluate(RunSettings("check", "cpu_attention", cheat, suite="smoke"))

@@ -32,8 +32,8 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
-from evals.bench import harness_exec, relays
-from evals.bench.settings import TaskSettings
+from evals.bench.config.settings import TaskSettings
+from evals.bench.scoring import harness_exec, relays
 from evals.harness.verdict.record import Verdict
 from tests.helpers import ROOT
 from tests.test_docker_sandbox import (  # noqa: F401  (fixtures: the engine, the image)

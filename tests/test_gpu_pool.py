@@ -14,9 +14,10 @@ import threading
 import pytest
 from inspect_ai.util import ExecResult
 
-from evals.bench import gpu_pool, harness_exec
-from evals.bench.faults import ENVIRONMENT
-from evals.bench.gpu_pool import (
+from evals.bench.config.settings import TaskSettings
+from evals.bench.scoring import gpu_pool, harness_exec
+from evals.bench.scoring.faults import ENVIRONMENT
+from evals.bench.scoring.gpu_pool import (
     GPUS_ENV,
     POOL_DIR_ENV,
     SHARE_ENV,
@@ -25,7 +26,6 @@ from evals.bench.gpu_pool import (
     gpu_lease,
     pool_gpus,
 )
-from evals.bench.settings import TaskSettings
 from tests.helpers import ROOT
 
 GPU_TASK = TaskSettings(target="fa3_hopper", suite="smoke", score_suite="smoke", sandbox="local")
@@ -37,7 +37,7 @@ LONG = 120  # seconds: only a safety net against a hang, never a measured bound
 # A separate process holding one lease: prints its GPU, holds it until stdin closes or a line.
 CHILD = """
 import sys
-from evals.bench.gpu_pool import gpu_lease
+from evals.bench.scoring.gpu_pool import gpu_lease
 with gpu_lease(what="test child") as gpu:
     print(gpu.key if gpu else "none", flush=True)
     sys.stdin.readline()

@@ -121,7 +121,7 @@ def test_cli_resolves_solver_names(tmp_path, solver):
 
 def test_every_task_file_starts_its_target():
     # fa4_blackwell refused to start until its target existed; every task now builds
-    from evals.bench.targets import TARGETS
+    from evals.bench.config.targets import TARGETS
 
     for name, descriptor in TARGETS.items():
         assert descriptor.unavailable is None, name
@@ -172,7 +172,7 @@ def test_tasks_resolve_from_the_entry_point(tmp_path, name):
 
 def test_container_sandboxes_need_a_checkout(tmp_path, monkeypatch):
     # an installed wheel has no sandboxes/: docker and k8s need KERNELSEEK_ROOT, local nothing
-    from evals.bench.sandboxes import sandbox_spec
+    from evals.bench.config.sandboxes import sandbox_spec
 
     settings = TaskSettings(target="fa3_hopper", upstream="fa3")
     compose = str(ROOT / "sandboxes/hopper/compose.yaml")

@@ -19,9 +19,9 @@ from inspect_ai.util import sandboxenv
 from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
 
 from evals.bench import TaskSettings, kernel_task
-from evals.bench import scorer as scorer_module
-from evals.bench.harness_exec import HarnessRun
-from evals.bench.settings import LOCAL_WARNING
+from evals.bench.config.settings import LOCAL_WARNING
+from evals.bench.scoring import scorer as scorer_module
+from evals.bench.scoring.harness_exec import HarnessRun
 from evals.results import build, load, render
 from evals.results.rows import read_rows
 from tests.helpers import ROOT

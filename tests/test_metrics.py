@@ -5,7 +5,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.scorer import SampleScore, Score, scorer
 from inspect_ai.solver import solver
 
-from evals.bench.metrics import (
+from evals.bench.scoring.metrics import (
     ci_high,
     ci_low,
     fast_1_0,

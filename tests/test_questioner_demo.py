@@ -15,8 +15,8 @@ from inspect_ai import eval as inspect_eval
 
 from evals.bench import TaskSettings, kernel_task
 from evals.bench.arms import kernelseek_bank
-from evals.bench.decisions import DecisionPoint, failed_claim
-from evals.bench.human import prompt_for
+from evals.bench.questioning.decisions import DecisionPoint, failed_claim
+from evals.bench.questioning.human import prompt_for
 from evals.questioner_demo import LIMIT_CLAIM, SLOW, WRONG, run, script, variant
 from evals.replay import replay_model, text, tool_call, write_file
 from tests.helpers import ROOT, START_CPU

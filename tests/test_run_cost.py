@@ -7,9 +7,9 @@ from types import SimpleNamespace
 from inspect_ai.log import transcript
 from inspect_ai.util import ExecResult
 
-from evals.bench import harness_exec
-from evals.bench.run_cost import EVENT_KEY, RunCost, run_costs
-from evals.bench.settings import TaskSettings
+from evals.bench.config.settings import TaskSettings
+from evals.bench.scoring import harness_exec
+from evals.bench.scoring.run_cost import EVENT_KEY, RunCost, run_costs
 from evals.harness.measurement.device_lock import LockRecord
 from evals.harness.verdict.record import Verdict
 

@@ -621,7 +621,7 @@ def test_k8s_values_match_the_chart_schema() -> None:
 
 def test_tasks_point_at_existing_sandboxes() -> None:
     try:
-        from evals.bench.targets import TARGETS
+        from evals.bench.config.targets import TARGETS
     except ImportError as exc:  # the Inspect tasks are optional here
         pytest.skip(f"evals.bench not importable: {exc}")
     for folder in (t.sandbox_folder for t in TARGETS.values()):

@@ -6,9 +6,9 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from evals.bench import TaskSettings, kernel_task
-from evals.bench.faults import ENVIRONMENT, HARNESS, HarnessFault, verdict_fault
-from evals.bench.harness_exec import HarnessRun
-from evals.bench.scorer import score_from_run
+from evals.bench.scoring.faults import ENVIRONMENT, HARNESS, HarnessFault, verdict_fault
+from evals.bench.scoring.harness_exec import HarnessRun
+from evals.bench.scoring.scorer import score_from_run
 from evals.harness.verdict.record import VERDICT_SCHEMA, Verdict
 from tests.helpers import ROOT
 

@@ -16,10 +16,10 @@ import pytest
 from inspect_ai.log import transcript
 from inspect_ai.util import ExecResult, OutputLimitExceededError
 
-from evals.bench import harness_exec, relays
-from evals.bench.faults import ENVIRONMENT
-from evals.bench.scorer import score_from_run
-from evals.bench.settings import TaskSettings
+from evals.bench.config.settings import TaskSettings
+from evals.bench.scoring import harness_exec, relays
+from evals.bench.scoring.faults import ENVIRONMENT
+from evals.bench.scoring.scorer import score_from_run
 
 KERNEL = b"// the agent's kernel\nint x = 1;\n"
 DOCKER = TaskSettings(target="cpu_attention", suite="smoke", score_suite="smoke", sandbox="docker")

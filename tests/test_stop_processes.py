@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from evals.bench.processes import STOP
+from evals.bench.scoring.processes import STOP
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.bench.targets import TARGETS
+from evals.bench.config.targets import TARGETS
 from evals.study import StudyPlan, StudyPlanError, run_study, study_tasks
 from evals.study import run as study_run
 from evals.study.__main__ import main

@@ -8,8 +8,8 @@ import sys
 import pytest
 import torch
 
-from evals.bench.recipe import load_recipe
-from evals.bench.targets import TARGETS, bench_target
+from evals.bench.agent.recipe import load_recipe
+from evals.bench.config.targets import TARGETS, bench_target
 from evals.harness import HarnessInputError
 from evals.harness.failures import Code
 from evals.harness.scenarios import Scenario
@@ -74,7 +74,7 @@ def test_a_folder_with_a_broken_version_history_is_refused(tmp_path):
 
 @pytest.mark.parametrize("name", ["cpu_attention", "fa3_hopper", FA4])
 def test_a_task_version_is_its_folders_last_history_entry(name):
-    from evals.bench.settings import TaskSettings
+    from evals.bench.config.settings import TaskSettings
     from evals.bench.task import kernel_task
 
     folder = target_folder(name)

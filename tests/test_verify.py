@@ -112,8 +112,8 @@ def test_aggregates_keep_the_headline_over_study_scenarios_and_contract_ones_apa
 
 
 def test_the_scores_speed_figures_leave_the_contract_scenarios_out():
-    # evals/bench/scorer.py reads its headline from upstream_summary: study scenarios only
-    from evals.bench.summary import category_geomeans, upstream_summary
+    # evals/bench/scoring/scorer.py reads its headline from upstream_summary: study scenarios only
+    from evals.bench.scoring.summary import category_geomeans, upstream_summary
     from evals.harness.measurement.timing import summarize
     from evals.harness.scenarios import Scenario
     from evals.harness.verdict.record import ScenarioResult, Verdict

@@ -34,8 +34,8 @@ PROBE = """
 import json, evals
 from evals.bench import TARGETS, bench_target
 from evals.bank import DEFAULT_BANK_PATH, load_bank
-from evals.bench.decisions import load_phrases
-from evals.bench.recipe import load_recipe
+from evals.bench.questioning.decisions import load_phrases
+from evals.bench.agent.recipe import load_recipe
 files = {"bank": str(DEFAULT_BANK_PATH)}
 for name, t in TARGETS.items():
     files[name + "/task"] = str(t.task_file())

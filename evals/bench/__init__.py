@@ -3,6 +3,7 @@
 Depends on inspect-ai; the harness (:mod:`evals.harness`) does not.
 """
 
+from evals.bench.agent.tools import bench, check, submit
 from evals.bench.arms import (
     ARMS,
     autonomous,
@@ -13,20 +14,19 @@ from evals.bench.arms import (
     open_ended,
     scripted,
 )
-from evals.bench.metrics import (
+from evals.bench.config.settings import TaskSettings
+from evals.bench.config.targets import TARGETS, BenchTarget, bench_target
+from evals.bench.config.task_args import TaskArgs
+from evals.bench.config.validate import TaskArgumentError
+from evals.bench.scoring.metrics import (
     ci_high,
     ci_low,
     fast_1_0,
     fast_1_1,
     geomean_ok,
 )
-from evals.bench.scorer import kernel_speedup
-from evals.bench.settings import TaskSettings
-from evals.bench.targets import TARGETS, BenchTarget, bench_target
+from evals.bench.scoring.scorer import kernel_speedup
 from evals.bench.task import kernel_task, target_task, task_arguments
-from evals.bench.task_args import TaskArgs
-from evals.bench.tools import bench, check, submit
-from evals.bench.validate import TaskArgumentError
 
 __all__ = [
     "ARMS",

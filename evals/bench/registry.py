@@ -29,7 +29,7 @@ from inspect_ai import task
 from inspect_ai.solver import solver
 
 from evals.bench.arms import ARMS
-from evals.bench.targets import TARGETS
+from evals.bench.config.targets import TARGETS
 
 __all__ = ["NAMESPACE", "register_qualified", "register_tasks", "register_unqualified"]
 

@@ -1,7 +1,7 @@
 """Building a KernelSeek task for a target: validated settings, workspace, prompt, scorer.
 
 A task file is a thin ``@task`` over :func:`target_task`; :func:`task_arguments` gives it the
-target's ``-T`` arguments and defaults (from its :class:`~evals.bench.targets.BenchTarget`)::
+target's ``-T`` arguments and defaults (from its :class:`~evals.bench.config.targets.BenchTarget`)::
 
     @task
     @task_arguments("cpu_attention")
@@ -10,8 +10,8 @@ target's ``-T`` arguments and defaults (from its :class:`~evals.bench.targets.Be
 
 The task's version is its target folder's (``evals/targets/<name>/target.toml``'s history).
 In the local sandbox (``-T sandbox=local``, or Inspect's ``--sandbox local``) every sample starts
-by logging :data:`~evals.bench.settings.LOCAL_WARNING` (the agent and the scorer share a user and
-a host): a setup step, which no ``--solver`` replaces.
+by logging :data:`~evals.bench.config.settings.LOCAL_WARNING` (the agent and the scorer share a
+user and a host): a setup step, which no ``--solver`` replaces.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from evals.bench.agent.prompt import build_prompt
 from evals.bench.arms.kernel_agent import kernel_agent
-from evals.bench.keywords import keyword_settings
-from evals.bench.prompt import build_prompt
-from evals.bench.sandboxes import sandbox_spec
-from evals.bench.scorer import kernel_speedup, run_isolation
-from evals.bench.settings import LOCAL_WARNING, TaskSettings
-from evals.bench.targets import bench_target
-from evals.bench.task_args import TaskArgs
-from evals.bench.validate import TaskArgumentError, validate
+from evals.bench.config.keywords import keyword_settings
+from evals.bench.config.sandboxes import sandbox_spec
+from evals.bench.config.settings import LOCAL_WARNING, TaskSettings
+from evals.bench.config.targets import bench_target
+from evals.bench.config.task_args import TaskArgs
+from evals.bench.config.validate import TaskArgumentError, validate
+from evals.bench.scoring.scorer import kernel_speedup, run_isolation
 
 __all__ = [
     "kernel_task",
@@ -98,7 +98,7 @@ def kernel_task(
         version: The task's version; default: the target folder's current one (bumped there
             when a change could move scores).
         solver: Default: :func:`evals.bench.kernel_agent`.
-        root: A checkout holding ``sandboxes/`` (see :mod:`evals.bench.sandboxes`).
+        root: A checkout holding ``sandboxes/`` (see :mod:`evals.bench.config.sandboxes`).
     """
     validate(settings)
     descriptor = bench_target(settings.target)
@@ -115,7 +115,7 @@ def kernel_task(
         setup=local_sandbox_warning(),
         scorer=kernel_speedup(),
         sandbox=sandbox_spec(settings, root=root),
-        # agent messages and tokens are enforced by the arms (evals.bench.budget), so that
+        # agent messages and tokens are enforced by the arms (evals.bench.config.budget), so that
         # questions and the questioner's tokens do not consume the agent's budget
         working_limit=settings.time_limit,
         version=descriptor.folder.version if version is None else version,

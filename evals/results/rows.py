@@ -5,7 +5,7 @@ nothing is parsed from log files by hand. Nested facts (per-category and per-ups
 budgets spent, questions by trigger and source) are flattened into prefixed columns:
 ``cat_<category>``, ``up_<upstream>_geomean`` / ``up_<upstream>_coverage``, ``budget_<name>``
 (spent) and ``limit_<name>``, ``questions_<source>_<trigger>``. ``isolation`` is what the score
-recorded (:data:`evals.bench.settings.Isolation`), ``unknown`` where it recorded none (a log
+recorded (:data:`evals.bench.config.settings.Isolation`), ``unknown`` where it recorded none (a log
 older than the record, or a sample without a score).
 """
 
@@ -18,7 +18,7 @@ from typing import Any, Literal, cast, get_args
 
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 
-from evals.bench.settings import Isolation
+from evals.bench.config.settings import Isolation
 from evals.harness.failures import Code
 
 SCORER = "kernel_speedup"

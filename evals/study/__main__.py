@@ -24,8 +24,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from evals.bench.targets import TARGETS
-from evals.bench.validate import TaskArgumentError
+from evals.bench.config.targets import TARGETS
+from evals.bench.config.validate import TaskArgumentError
 from evals.inspect_preflight import (
     device_problem,
     model_problem,
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(f"before it can run here: {problem}")
         return 0
-    from evals.bench.targets import bench_target
+    from evals.bench.config.targets import bench_target
     from evals.replay import replay_model, submit_kernel
     from evals.study.run import run_study
 

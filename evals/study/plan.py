@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals.bench.arms import ARMS
-from evals.bench.targets import TARGETS
-from evals.bench.task_args import TaskArgs
+from evals.bench.config.targets import TARGETS
+from evals.bench.config.task_args import TaskArgs
 
 __all__ = ["StudyPlan", "StudyPlanError"]
 

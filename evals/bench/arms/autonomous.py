@@ -15,11 +15,11 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 from pydantic import JsonValue
 
+from evals.bench.agent.lessons import lessons_append, lessons_read
+from evals.bench.agent.profile import profile
 from evals.bench.arms.common import LoopSettings, log_settings, task_settings
-from evals.bench.keywords import keyword_settings
-from evals.bench.lessons import lessons_append, lessons_read
-from evals.bench.profile import profile
-from evals.bench.targets import bench_target
+from evals.bench.config.keywords import keyword_settings
+from evals.bench.config.targets import bench_target
 from evals.harness.targets import attention
 
 __all__ = ["autonomous"]

@@ -1,8 +1,8 @@
 """What every arm shares: the settings of the agent loop, and how a solver begins.
 
 :class:`LoopSettings` declares the ``-S`` settings of every arm that runs the agent loop
-(:func:`evals.bench.loop.run_agent`); an arm with more settings subclasses it, and
-:func:`evals.bench.keywords.keyword_settings` turns the class into the factory's keyword
+(:func:`evals.bench.agent.loop.run_agent`); an arm with more settings subclasses it, and
+:func:`evals.bench.config.keywords.keyword_settings` turns the class into the factory's keyword
 arguments, so no factory repeats them.
 """
 
@@ -15,9 +15,9 @@ from inspect_ai.solver import TaskState
 from inspect_ai.tool import Tool
 from pydantic import JsonValue
 
-from evals.bench.loop import run_agent
-from evals.bench.observer import Observer
-from evals.bench.settings import TaskSettings
+from evals.bench.agent.loop import run_agent
+from evals.bench.config.settings import TaskSettings
+from evals.bench.questioning.observer import Observer
 
 __all__ = ["LoopSettings", "log_settings", "task_settings"]
 

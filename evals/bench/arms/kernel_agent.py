@@ -5,7 +5,7 @@ from __future__ import annotations
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from evals.bench.arms.common import LoopSettings, log_settings, task_settings
-from evals.bench.keywords import keyword_settings
+from evals.bench.config.keywords import keyword_settings
 
 __all__ = ["kernel_agent"]
 

@@ -17,11 +17,11 @@ from pydantic import JsonValue
 
 from evals.bank import load_bank
 from evals.bench.arms.common import LoopSettings, log_settings, task_settings
-from evals.bench.director import BankDirector, Director, ModelDirector
-from evals.bench.human import HumanDirector
-from evals.bench.keywords import keyword_settings
-from evals.bench.questioner import DetectorSettings, Questioner
-from evals.bench.seeds import sample_seed
+from evals.bench.config.keywords import keyword_settings
+from evals.bench.config.seeds import sample_seed
+from evals.bench.questioning.director import BankDirector, Director, ModelDirector
+from evals.bench.questioning.human import HumanDirector
+from evals.bench.questioning.questioner import DetectorSettings, Questioner
 
 __all__ = [
     "HumanSettings",

@@ -18,15 +18,15 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model, get_mode
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
-from evals.bench import budget
-from evals.bench.archive import Archive, Entry
+from evals.bench.arms.archive import Archive, Entry
 from evals.bench.arms.common import log_settings, task_settings
-from evals.bench.budget import budgeted_harness
-from evals.bench.harness_exec import RESULTS_DIR
-from evals.bench.keywords import keyword_settings
-from evals.bench.seeds import sample_seed
-from evals.bench.settings import TaskSettings
-from evals.bench.targets import bench_target
+from evals.bench.config import budget
+from evals.bench.config.budget import budgeted_harness
+from evals.bench.config.keywords import keyword_settings
+from evals.bench.config.seeds import sample_seed
+from evals.bench.config.settings import TaskSettings
+from evals.bench.config.targets import bench_target
+from evals.bench.scoring.harness_exec import RESULTS_DIR
 from evals.harness.verdict.record import Verdict
 
 __all__ = ["ARCHIVE", "OpenEndedSettings", "open_ended"]

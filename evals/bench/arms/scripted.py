@@ -8,10 +8,10 @@ from pathlib import Path
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from pydantic import JsonValue
 
+from evals.bench.agent.recipe import StageController, load_recipe
 from evals.bench.arms.common import LoopSettings, log_settings, task_settings
-from evals.bench.keywords import keyword_settings
-from evals.bench.recipe import StageController, load_recipe
-from evals.bench.targets import bench_target
+from evals.bench.config.keywords import keyword_settings
+from evals.bench.config.targets import bench_target
 
 __all__ = ["ScriptedSettings", "scripted"]
 

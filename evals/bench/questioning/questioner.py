@@ -9,17 +9,17 @@ from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageUser
 
 from evals.bank import focus_from_scenarios
-from evals.bench.budget import spend
-from evals.bench.decisions import (
+from evals.bench.config.budget import spend
+from evals.bench.config.settings import TaskSettings
+from evals.bench.questioning.decisions import (
     DecisionPoint,
     LimitClaimDetector,
     StallDetector,
     SuspiciousGainDetector,
     failed_claim,
 )
-from evals.bench.director import Director
-from evals.bench.harness_exec import read_verdict
-from evals.bench.settings import TaskSettings
+from evals.bench.questioning.director import Director
+from evals.bench.scoring.harness_exec import read_verdict
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,8 +24,8 @@ from typing import Any, Literal, get_args
 from inspect_ai.log import transcript
 from inspect_ai.util import sample_limits, store
 
-from evals.bench.harness_exec import HarnessRun, remember, run_harness
-from evals.bench.settings import TaskSettings
+from evals.bench.config.settings import TaskSettings
+from evals.bench.scoring.harness_exec import HarnessRun, remember, run_harness
 
 BUDGET_KEY = "kernelseek:budget"
 MESSAGES_PER_TURN = 2  # an assistant reply and at least one tool result or prompt

@@ -8,9 +8,9 @@ from __future__ import annotations
 from inspect_ai.tool import Tool, tool
 from inspect_ai.util import sandbox
 
-from evals.bench.budget import budgeted_harness
-from evals.bench.settings import TaskSettings
-from evals.bench.targets import bench_target
+from evals.bench.config.budget import budgeted_harness
+from evals.bench.config.settings import TaskSettings
+from evals.bench.config.targets import bench_target
 from evals.harness.tracing.ncu import ncu_command
 from evals.harness.verdict.record import Verdict
 

@@ -1,7 +1,7 @@
 """Running the harness inside the sample's sandbox, with the verdict on the harness's own channel.
 
-The harness runs under a small relay (:data:`evals.bench.relays.RELAY`): it writes the verdict
-into a directory it creates itself (``mkdtemp``: a fresh, private name no one could have
+The harness runs under a small relay (:data:`evals.bench.scoring.relays.RELAY`): it writes the
+verdict into a directory it creates itself (``mkdtemp``: a fresh, private name no one could have
 prepared), reads it back, removes the directory and prints the verdict on stdout after a
 per-call nonce that arrives on stdin. Nothing is read from the agent's workspace, so a planted or
 stale ``score.json`` and a blocked temporary path are never taken for a verdict. Each verdict is
@@ -10,7 +10,7 @@ then checked: the exit status agrees with the verdict's status, the schema is th
 
 In a container sandbox (``docker``, ``k8s``) the harness never runs where the agent does: the
 kernel's bytes are read from the agent's sandbox (``default``) and handed on stdin to another
-relay (:data:`evals.bench.relays.SCORER_RELAY`) in the sandbox's ``scorer`` service, a
+relay (:data:`evals.bench.scoring.relays.SCORER_RELAY`) in the sandbox's ``scorer`` service, a
 container of the same image run as another user (``harness``, uid 1001) with a read-only root
 file system, which the agent never runs a command in. Only the kernel's bytes go in; the
 verdict and the table come back on its stdout. Runs of one sample are serialised, and before
@@ -20,8 +20,8 @@ run with one line (an ``environment:`` fault), never falling back to the agent's
 local sandbox cannot separate the two, and runs the harness where the agent works, as before.
 
 A GPU target in the local sandbox runs on a GPU leased from the host's pool
-(:mod:`evals.bench.gpu_pool`): concurrent samples each get their own GPU while there are free
-ones, named to the harness by ``CUDA_VISIBLE_DEVICES``, then share the least-leased ones.
+(:mod:`evals.bench.scoring.gpu_pool`): concurrent samples each get their own GPU while there
+are free ones, named to the harness by ``CUDA_VISIBLE_DEVICES``, then share the least-leased ones.
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ import anyio
 from inspect_ai.log import transcript
 from inspect_ai.util import SandboxEnvironment, sandbox, store
 
-from evals.bench.faults import ENVIRONMENT, HARNESS, verdict_fault
-from evals.bench.gpu_pool import Gpu, PoolBusyError, gpu_lease_async
-from evals.bench.relays import RELAY, RELAY_NOTE, SCORER_RELAY, SCORER_SERVICE
-from evals.bench.run_cost import EVENT_KEY, RunCost
-from evals.bench.settings import TaskSettings
-from evals.bench.targets import bench_target
+from evals.bench.config.settings import TaskSettings
+from evals.bench.config.targets import bench_target
+from evals.bench.scoring.faults import ENVIRONMENT, HARNESS, verdict_fault
+from evals.bench.scoring.gpu_pool import Gpu, PoolBusyError, gpu_lease_async
+from evals.bench.scoring.relays import RELAY, RELAY_NOTE, SCORER_RELAY, SCORER_SERVICE
+from evals.bench.scoring.run_cost import EVENT_KEY, RunCost
 from evals.harness.failures import one_line
 from evals.harness.verdict.record import VERDICT_SCHEMA, Verdict
 
@@ -67,9 +67,10 @@ class HarnessRun:
         error: Why there is no verdict (one line), or None.
         kernel_sha256: Hash of the kernel file read just before the run.
         fault: Set when the run failed for a reason not the candidate's (the environment's
-            or the harness's): the reason with its prefix (:mod:`evals.bench.faults`).
-        gpu: The GPU leased for the run (its UUID, else its index; :mod:`evals.bench.gpu_pool`),
-            or None when none was (not a GPU target, not the local sandbox, an empty pool).
+            or the harness's): the reason with its prefix (:mod:`evals.bench.scoring.faults`).
+        gpu: The GPU leased for the run (its UUID, else its index;
+            :mod:`evals.bench.scoring.gpu_pool`), or None when none was (not a GPU target,
+            not the local sandbox, an empty pool).
         cleanup: In the scorer container, what its relay found and cleared (``before``: the
             processes an earlier run left, killed, and before ``score`` the files removed;
             ``after``: processes that outlived this run, killed), or None (local sandbox).

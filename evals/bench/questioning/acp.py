@@ -38,8 +38,8 @@ def private_query() -> Callable[[], object]:
     except (ImportError, AttributeError, TypeError, ValueError) as exc:
         raise InspectApiChanged(
             f"inspect_ai {version('inspect_ai')} has no {module_name}.{name}() "
-            f"({type(exc).__name__}: {exc}); evals/bench/acp.py needs a new way to tell "
-            "whether the eval runs with --acp-server"
+            f"({type(exc).__name__}: {exc}); evals/bench/questioning/acp.py needs a new way "
+            "to tell whether the eval runs with --acp-server"
         ) from None
     return query  # type: ignore[no-any-return]
 

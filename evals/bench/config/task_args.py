@@ -40,7 +40,7 @@ class TaskArgs:
         sandbox: ``local`` (no isolation: the agent and the scorer share a user and a host,
             see :data:`Isolation`), ``docker`` or ``k8s``.
         attempts: Submissions allowed; a failed verification sends the agent back to work.
-        message_limit: Messages of the agent's loop (see :mod:`evals.bench.budget`).
+        message_limit: Messages of the agent's loop (see :mod:`evals.bench.config.budget`).
         token_limit: Tokens of the agent model's generations (None: unlimited).
         time_limit: Working time of the sample, in seconds (None: unlimited).
         evaluations: Harness runs the agent may ask for (check, bench, profile).

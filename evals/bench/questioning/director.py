@@ -14,8 +14,8 @@ from typing import Any, Protocol
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model
 
 from evals.bank import Bank, choose_question
-from evals.bench.budget import spend
-from evals.bench.decisions import DecisionPoint
+from evals.bench.config.budget import spend
+from evals.bench.questioning.decisions import DecisionPoint
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from inspect_ai.log import transcript
 from inspect_ai.util import sandbox, store
 
-from evals.bench.faults import HarnessFault
-from evals.bench.harness_exec import run_harness
-from evals.bench.settings import TaskSettings
+from evals.bench.config.settings import TaskSettings
+from evals.bench.scoring.faults import HarnessFault
+from evals.bench.scoring.harness_exec import run_harness
 
 CACHE_KEY = "kernelseek:verifications"
 MAX_REPORT_CHARS = 6000

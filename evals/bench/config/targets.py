@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from typing import Literal
 
-from evals.bench.task_args import TaskArgs
+from evals.bench.config.task_args import TaskArgs
 from evals.data import resource
 from evals.targets import TargetFolder, target_folders
 

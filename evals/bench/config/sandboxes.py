@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 import evals
-from evals.bench.settings import TaskSettings
-from evals.bench.targets import bench_target
-from evals.bench.validate import TaskArgumentError
+from evals.bench.config.settings import TaskSettings
+from evals.bench.config.targets import bench_target
+from evals.bench.config.validate import TaskArgumentError
 
 __all__ = ["ROOT_ENV", "checkout_root", "sandbox_spec"]
 

@@ -2,8 +2,9 @@
 
 Before scoring, the agent's leftover processes are stopped; the verdict comes back on the
 harness's own channel and is checked (exit status, schema, kernel hash), see
-:mod:`evals.bench.harness_exec`. Every score records ``isolation`` (:data:`Isolation`): whether
-a container kept the agent from the scorer, or the local sandbox did not.
+:mod:`evals.bench.scoring.harness_exec`. Every score records ``isolation``
+(:data:`Isolation`): whether a container kept the agent from the scorer, or the local sandbox
+did not.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import SandboxEnvironment, sandbox
 
-from evals.bench import budget
-from evals.bench.faults import HarnessFault
-from evals.bench.harness_exec import HarnessRun, run_harness
-from evals.bench.metrics import (
+from evals.bench.config import budget
+from evals.bench.config.settings import Isolation, TaskSettings
+from evals.bench.scoring.faults import HarnessFault
+from evals.bench.scoring.harness_exec import HarnessRun, run_harness
+from evals.bench.scoring.metrics import (
     ci_high,
     ci_low,
     fast_1_0,
@@ -28,9 +30,8 @@ from evals.bench.metrics import (
     wilson_high,
     wilson_low,
 )
-from evals.bench.processes import stop_agent_processes
-from evals.bench.settings import Isolation, TaskSettings
-from evals.bench.summary import category_geomeans, scenario_rows, upstream_summary
+from evals.bench.scoring.processes import stop_agent_processes
+from evals.bench.scoring.summary import category_geomeans, scenario_rows, upstream_summary
 from evals.harness.verdict.record import Verdict
 
 ZERO = {"success": 0.0, "speedup": 0.0, "speedup_vs_fastest": 0.0, "passed": 0.0, "coverage": 0.0}
@@ -143,7 +144,7 @@ def _noted(verdict: Verdict, explanation: str) -> str:
 def kernel_speedup() -> Scorer:
     """Score the final kernel with the harness's ``score`` (score suite, secret seed).
 
-    Metrics see every epoch (see :mod:`evals.bench.metrics`): success rate with a Wilson
+    Metrics see every epoch (see :mod:`evals.bench.scoring.metrics`): success rate with a Wilson
     interval, the geomean speedup over successful runs with a t interval, fast_1.0/fast_1.1.
     The metadata records the budgets spent (``budget``), the processes stopped and the run's
     ``isolation`` (:func:`run_isolation`).

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import get_args
 
-from evals.bench.settings import TaskSettings
-from evals.bench.targets import TARGETS
-from evals.bench.task_args import SandboxKind
+from evals.bench.config.settings import TaskSettings
+from evals.bench.config.targets import TARGETS
+from evals.bench.config.task_args import SandboxKind
 from evals.harness import HarnessInputError, get_target
 
 __all__ = ["TaskArgumentError", "validate"]

@@ -6,8 +6,14 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evals.bench.targets import bench_target
-from evals.bench.task_args import LOCAL_WARNING, Isolation, SandboxKind, TaskArgs, isolation_of
+from evals.bench.config.targets import bench_target
+from evals.bench.config.task_args import (
+    LOCAL_WARNING,
+    Isolation,
+    SandboxKind,
+    TaskArgs,
+    isolation_of,
+)
 
 __all__ = ["LOCAL_WARNING", "Isolation", "SandboxKind", "TaskArgs", "TaskSettings", "isolation_of"]
 
@@ -17,7 +23,7 @@ class TaskSettings(TaskArgs):
     """Everything that defines one task run: the task's arguments, its target, its timeouts.
 
     Attributes:
-        target: Harness target name (a key of :data:`evals.bench.targets.TARGETS`).
+        target: Harness target name (a key of :data:`evals.bench.config.targets.TARGETS`).
         check_timeout: Seconds for one ``check`` or ``bench`` tool call.
         score_timeout: Seconds for the final score.
     """

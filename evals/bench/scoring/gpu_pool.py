@@ -3,8 +3,8 @@
 Inspect runs several samples (epochs) at once. In the local sandbox every sample's harness used
 GPU 0 (torch's pick), so on a host with several GPUs all samples queued on GPU 0's device lock
 (:mod:`evals.harness.measurement.device_lock`) while the others idled. Now each harness run leases a
-free GPU, named to it in ``CUDA_VISIBLE_DEVICES`` (:mod:`evals.bench.harness_exec`), and gives it
-back when it ends. A lease is an exclusive ``flock`` on the GPU's file in
+free GPU, named to it in ``CUDA_VISIBLE_DEVICES`` (:mod:`evals.bench.scoring.harness_exec`),
+and gives it back when it ends. A lease is an exclusive ``flock`` on the GPU's file in
 ``$KERNELSEEK_GPU_POOL_DIR`` (default ``<tmp>/kernelseek-gpu-pool``): it holds across processes on
 the host and dies with its holder. The pool: ``$KERNELSEEK_GPUS`` (comma-separated nvidia-smi
 indices or UUIDs), else all of nvidia-smi's GPUs; empty (nothing changes) without nvidia-smi, a GPU,

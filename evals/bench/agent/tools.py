@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from inspect_ai.tool import Tool, tool
 
-from evals.bench.budget import budgeted_harness
-from evals.bench.settings import TaskSettings
+from evals.bench.config.budget import budgeted_harness
+from evals.bench.config.settings import TaskSettings
 
 MAX_TABLE_CHARS = 6000
 

@@ -10,11 +10,11 @@ from inspect_ai.model import ChatMessage, ChatMessageUser, execute_tools, get_mo
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import Tool, bash
 
-from evals.bench import budget
-from evals.bench.observer import Observer
-from evals.bench.settings import TaskSettings
-from evals.bench.stop import StopCondition
-from evals.bench.tools import bench, check, submit
+from evals.bench.agent.stop import StopCondition
+from evals.bench.agent.tools import bench, check, submit
+from evals.bench.config import budget
+from evals.bench.config.settings import TaskSettings
+from evals.bench.questioning.observer import Observer
 
 __all__ = ["CONTINUE", "agent_tools", "run_agent"]
 
@@ -38,8 +38,8 @@ async def run_agent(
     """Generate, run tools, verify submissions; observers may add user messages at each step.
 
     Observers are a questioner (KERNELSEEK arms) or a recipe's stage controller (scripted);
-    what they add is not charged to the agent's budget (:mod:`evals.bench.budget`), which ends
-    the loop when spent.
+    what they add is not charged to the agent's budget (:mod:`evals.bench.config.budget`),
+    which ends the loop when spent.
     """
     watchers = observers or []
     tools = agent_tools(settings) + (extra_tools or [])

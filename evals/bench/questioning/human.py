@@ -15,9 +15,9 @@ import anyio
 from inspect_ai.log import transcript
 from inspect_ai.util import request_input
 
-from evals.bench.acp import InspectApiChanged, acp_server_running
-from evals.bench.decisions import DecisionPoint
-from evals.bench.director import Asked
+from evals.bench.questioning.acp import InspectApiChanged, acp_server_running
+from evals.bench.questioning.decisions import DecisionPoint
+from evals.bench.questioning.director import Asked
 
 
 def _schema() -> Any:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from evals.bench.settings import TaskSettings
-from evals.bench.targets import bench_target
+from evals.bench.config.settings import TaskSettings
+from evals.bench.config.targets import bench_target
 
 
 def build_prompt(settings: TaskSettings, contract: str) -> str:
