@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 
 from evals.harness.clock_checks import query_flips
-from evals.harness.clock_checks.digest import device_sums, hashed, matches
 from evals.harness.clock_checks.digest import digests as compute_digests
+from evals.harness.clock_checks.digest import matches
 from evals.harness.clock_checks.wall_clock import WallFailure
 from evals.harness.failures import Code, Failure
 from evals.harness.measurement.gpu import CudaEventTimer, release_cached_memory
@@ -276,7 +276,6 @@ class BatchVerifier:
         Timed three times on each of the first batches (the smallest per call is kept), on
         distinct copies of ``out`` that no cache holds together: the least the digests of a
         batch of distinct outputs can cost, so no more than the honest cost is subtracted.
-        Gated, as the batch holds them (:func:`_gated_digest_s`).
         """
         if self.verified <= 2:
             # distinct copies, as the worker digests distinct outputs: one output repeated
@@ -287,10 +286,7 @@ class BatchVerifier:
             copies = [out.clone() for _ in range(distinct)]
             batch = [copies[i % distinct] for i in range(calls)]
             for _ in range(3):  # the first may pay for lazy set-up; the fastest counts
-                if self.gated:
-                    seconds = _gated_digest_s(batch, digest_seed)
-                else:
-                    seconds = self._seconds(lambda: compute_digests(batch, digest_seed), out.device)
+                seconds = self._seconds(lambda: compute_digests(batch, digest_seed), out.device)
                 self._digest_per_call_s = min(self._digest_per_call_s, seconds / calls)
         return self._digest_per_call_s * calls
 
@@ -310,30 +306,6 @@ class BatchVerifier:
 def _event_timer() -> CudaEventTimer:
     """The parent's device timer, made once (it holds an L2-flush buffer)."""
     return CudaEventTimer()
-
-
-def _gated_digest_s(batch: Sequence[torch.Tensor], seed: int) -> float:
-    """The digests of ``batch`` as a gated batch's interval holds them, seconds.
-
-    Their sums' device time, with their host issue hidden behind the timer's spin (a gated
-    batch queues the sums before the gate opens: timed on the host, the issue of a small
-    output's sums, tens of microseconds a batch, was subtracted from every call), then the
-    host's hashing of the sums once the device is done, as the worker's ``finish`` does.
-    Outputs without exact sums (float64) are hashed on the host there: timed so here.
-    """
-    started = time.perf_counter()
-    sums = device_sums(batch, seed)  # loads the kernels and sizes the spin
-    torch.cuda.synchronize()
-    issue_us = (time.perf_counter() - started) * 1e6
-    if sums is None:
-        started = time.perf_counter()
-        compute_digests(batch, seed)
-        return time.perf_counter() - started
-    spin_us = 2 * issue_us + 200.0
-    timed = _event_timer().time_call(lambda: device_sums(batch, seed), spin_us=spin_us)
-    started = time.perf_counter()
-    hashed(sums, seed)
-    return timed.device_us / 1e6 + time.perf_counter() - started
 
 
 def _device_flip_s(
