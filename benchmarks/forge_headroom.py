@@ -121,13 +121,13 @@ def report(path: Path, tolerance: float | None = None) -> None:
             f"  {h.scenario[:58]:58} {h.median_us:9.1f} {h.wall_us:9.1f} {h.gross_us:9.1f}"
             f" {h.r_min_us:9.1f} {h.bound:>8} {h.gain:6.3f}{'  (contract)' if h.contract else ''}"
         )
-    study = [h.gain for h in rows if not h.contract]
+    honest = [h for h in rows if not h.contract]
+    study = [h.gain for h in honest]
     contract = [h.gain for h in rows if h.contract]
     for name, gains in (("headline (study)", study), ("contract", contract)):
         mean, largest = geomean(gains), max(gains, default=math.nan)
         mean_text = "nan" if mean is None else f"{mean:.3f}"
         print(f"  {name}: geomean gain {mean_text}, largest {largest:.3f}, {len(gains)}")
-    honest = [h for h in rows if not h.contract]
     if honest:
         ratios = sorted(h.wall_us / h.median_us for h in honest)
         print(

@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evals.harness.building.build import build  # noqa: E402
-from evals.harness.clock_checks.query_flips import grain  # noqa: E402
+from evals.harness.clock_checks.query_flips import shifts  # noqa: E402
 from evals.harness.measurement.stream_gate import Gate  # noqa: E402
 from evals.harness.pipeline.environment import environment_fault  # noqa: E402
 from evals.harness.targets import get_target  # noqa: E402
@@ -135,8 +135,7 @@ def gated_batch(
             was opened to let it go and the batch was thrown away.
     """
     token = rng.randrange(1, 2**32)
-    step = grain(numel)  # the harness's offsets: multiples of the q's grain
-    offsets = [rng.randint(0, numel // step) * step for _ in range(n)]
+    offsets = shifts(rng.getrandbits(62), n, numel)  # drawn as the harness draws them
     armed = child.ask(op="arm", n=n, null=null, token=token, events=args.events and not null,
                       settle_us=args.settle_us, digest=args.digest,
                       timeout_s=ARM_TIMEOUT_S)  # fmt: skip
