@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from evals.harness import Code
 from evals.harness.targets.attention import attended_pairs, reference_attention
 from evals.harness.targets.base import AccuracyRule, OutputSpec
-from evals.harness.verification.verify import check_meta, check_values
+from evals.harness.verification.verify import check_meta, check_values, unwritten_elements
 
 RULE = AccuracyRule(baseline="sdpa", floors={"float32": 1e-5, "bfloat16": 2e-3})
 
@@ -149,3 +149,28 @@ def test_the_floor_is_in_units_of_the_values_scale():
     strict = check_values(out.float(), reference=ref, baseline=ref + 40.0, rule=RULE,
                           dtype="float32")
     assert strict.failure is not None
+
+
+def _half_unwritten(fill: float) -> torch.Tensor:
+    out = torch.full((4, 64), fill)
+    out[:2] = 1.0  # the half a kernel like tests/data/cpu_attention/unwritten.cpp writes
+    return out
+
+
+def test_unwritten_elements_are_told_apart_from_computed_nans():
+    poisoned = _half_unwritten(float("nan"))
+    assert unwritten_elements(poisoned, _half_unwritten(-391.5)) == 128
+    # a recycled small block can hand back old bytes that read as NaN under the finite fill:
+    # still unwritten (a rerun that had to be wholly finite called this nan_inf, seen once in CI)
+    garbage = _half_unwritten(-391.5)
+    garbage[3, 5] = float("nan")
+    garbage[2, 0] = float("inf")
+    assert unwritten_elements(poisoned, garbage) == 126
+    # NaNs the kernel computes come back where they were: nothing was left unwritten
+    computed = torch.ones(4, 64)
+    computed[1, 7] = float("nan")
+    assert unwritten_elements(computed, computed.clone()) == 0
+    # NaNs where the first output was finite: not deterministic, not called unwritten
+    moved = _half_unwritten(-391.5)
+    moved[0, 0] = float("nan")
+    assert unwritten_elements(poisoned, moved) == 0

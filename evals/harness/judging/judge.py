@@ -17,7 +17,12 @@ from evals.harness.scenarios import Scenario
 from evals.harness.targets.base import Target
 from evals.harness.verdict.record import ScenarioResult
 from evals.harness.verification.sampled_check import check_sampled
-from evals.harness.verification.verify import check_meta, check_output, expected
+from evals.harness.verification.verify import (
+    check_meta,
+    check_output,
+    expected,
+    unwritten_elements,
+)
 from evals.harness.worker_link import channel
 from evals.harness.worker_link.session import (
     Session,
@@ -130,9 +135,10 @@ def _verify(session: Session, scenario: Scenario, result: ScenarioResult) -> Fai
         result.errors = {k: max(result.errors.get(k, v), v) for k, v in figures.items()}
         if check.failure is not None and check.failure.code == Code.NAN_INF:
             rerun = _run(session, scenario, input_seed, poison="finite", result=result)
-            if bool(rerun.isfinite().all()):
+            unwritten = unwritten_elements(out, rerun)
+            if unwritten:
                 reason = (
-                    f"{check.nonfinite} output elements were never written "
+                    f"{unwritten} output elements were never written "
                     "(they kept the NaN poison put in freshly allocated memory)"
                 )
                 return Failure(Code.UNWRITTEN_OUTPUT, reason)

@@ -99,6 +99,22 @@ def check_values(
     return Check(max_err, mean_err, base_err, tol, 0, failure)
 
 
+def unwritten_elements(poisoned: torch.Tensor, rerun: torch.Tensor) -> int:
+    """Elements non-finite in ``poisoned`` that came back finite in ``rerun``: never written.
+
+    ``poisoned`` is an output made with fresh memory filled with NaN, ``rerun`` the same call
+    on the same inputs with fresh memory holding a finite pattern. The rerun need not be wholly
+    finite: glibc can hand small blocks back from its per-thread cache unfilled, so an unwritten
+    element may read old bytes that happen to be NaN there. A kernel that computes its NaNs
+    computes them again where they were, so none turns finite; one whose NaNs appear where the
+    first output was finite is not deterministic, and is not called unwritten either (0).
+    """
+    bad_first, bad_again = ~torch.isfinite(poisoned), ~torch.isfinite(rerun)
+    if bool((bad_again & ~bad_first).any()):
+        return 0
+    return int((bad_first & ~bad_again).sum())
+
+
 def check_each(
     target: Target, scenario: Scenario, outs: list[torch.Tensor], inputs: Inputs
 ) -> list[Failure | None]:
