@@ -8,6 +8,7 @@ records what it found.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import weakref
@@ -19,7 +20,15 @@ import torch
 
 from evals.harness.clock_checks import channel_cost
 from evals.harness.clock_checks.gated_batch import GatedLink, cold_copies
-from evals.harness.clock_checks.wall_clock import Clock, Plan, WallFailure, measure, run_round
+from evals.harness.clock_checks.null_batches import NullBatches
+from evals.harness.clock_checks.wall_clock import (
+    Clock,
+    Plan,
+    WallFailure,
+    measure,
+    most_calls,
+    run_round,
+)
 from evals.harness.clock_checks.wall_reading import (
     Batch,
     Reading,
@@ -183,8 +192,10 @@ def _run(
     )
     prepare = {"op": "wall", "scenario": scenario.to_json(), "seeds": sets, "mask_seed": mask_seed}
     if plan.gated is not None:
-        prepare["gated"] = True
-        prepare["copies"] = _cold_copies(session, scenario, sets)
+        copies, query = _cold_copies(session, scenario, sets)
+        prepare.update(gated=True, copies=copies)
+        null = _null_batches(session, {**prepare, "impl": "null", "query": query}, plan, seed)
+        plan = dataclasses.replace(plan, null=null)
     try:
         t_prepare = time.monotonic()  # the worker making its input sets and flips
         client.request(prepare if candidate else {**prepare, "impl": impl}, timeout_s=timeout)
@@ -202,6 +213,8 @@ def _run(
             raise WallFailure(failure) from exc
         finally:
             client.request({"op": "wall", "drop": True}, timeout_s=timeout)
+            if plan.null is not None:
+                plan.null.drop()
         verifier.settle()  # the outputs' accuracy, now that the worker let its inputs go
     finally:
         spent = time.monotonic() - t0
@@ -212,20 +225,47 @@ def _run(
     return _Run(batches, rounds, verifier, plan, settings)
 
 
-def _cold_copies(session: Session, scenario: Scenario, seeds: Sequence[int]) -> int:
+def _cold_copies(
+    session: Session, scenario: Scenario, seeds: Sequence[int]
+) -> tuple[int, dict[str, Any]]:
     """Copies of the round's sets that keep a gated batch's inputs cold (:func:`cold_copies`).
 
     Sized from one set the parent makes and lets go before the worker makes its own: a KV
     cache (up to 32 GB a set) must not sit in both processes at once (``release_cached_memory``,
-    as the verifier does before it rebuilds inputs).
+    as the verifier does before it rebuilds inputs). Also q's shape and dtype, which the null
+    batches' queries take (:mod:`evals.harness.clock_checks.null_batches`).
     """
     one = session.target.make_timing_inputs(scenario, list(seeds[:1]))[0]
     tensors = [v for v in one.values() if isinstance(v, torch.Tensor)]
     size = sum(t.numel() * t.element_size() for t in tensors)
     l2 = torch.cuda.get_device_properties(tensors[0].device).L2_cache_size if tensors else 0
-    del one, tensors
+    q = one.get("q")
+    query = (
+        {}
+        if not isinstance(q, torch.Tensor)
+        else {"shape": list(q.shape), "dtype": str(q.dtype).removeprefix("torch.")}
+    )
+    del one, tensors, q
     release_cached_memory()
-    return cold_copies(size, len(seeds), l2)
+    return cold_copies(size, len(seeds), l2), query
+
+
+def _null_batches(
+    session: Session, prepare: dict[str, Any], plan: Plan, seed: int
+) -> NullBatches | None:
+    """The check's null batches, where the upstreams' worker has a gate of its own."""
+    upstreams = session.upstreams
+    if upstreams is None or not getattr(upstreams, "gated", False) or session.client is None:
+        return None
+    return NullBatches(
+        client=upstreams,
+        pause=session.client.paused,
+        prepare=prepare,
+        q_numel=plan.q_numel,
+        seed=derive_seed(seed, "null"),
+        timeout_s=session.target.limits.call_timeout_s,
+        link=_LINKS.setdefault(upstreams, GatedLink()),
+    )
 
 
 def _cpu_meter(session: Session, client: WorkerClient) -> CpuMeter | None:
@@ -275,7 +315,7 @@ def _record(
 def _reading(session: Session, run: _Run, reported: float) -> tuple[Reading, dict[str, Any]]:
     """The batches' reading and the figures behind it, for the verdict."""
     settings = run.settings
-    reading = conclude(run.batches, reported, settings, run.plan.max_calls)
+    reading = conclude(run.batches, reported, settings, most_calls(run.plan))
     batches = run.batches
     link = run.plan.gated
     # gated: the worker's batches thrown away so far in this run (arming blocked), and the

@@ -13,8 +13,10 @@ own cost of those flips and the channel's round trip. On a GPU the meter is the 
 counts it, its busiest thread's (:mod:`evals.harness.measurement.process_clock`: a busy host's waits
 are not the kernel's). The smallest per-call figure over the batches,
 
-    U = min over batches of (request - flips - digests - round trip) / calls,
+    U = min over batches of (request - flips - digests - round trip) / calls
 
+(a gated batch on a GPU has instead the same batch of calls that do nothing subtracted, timed
+where no candidate runs: :mod:`evals.harness.clock_checks.null_batches`),
 bounds the true per-call time from above (noise only adds time, and the work cannot take less
 wall time than it needs) while staying close to it. Nothing the candidate's process says is
 subtracted: the no-op round trip is the parent's own
@@ -54,6 +56,7 @@ from evals.harness.clock_checks.gated_batch import (
     GatedLink,
     blocked_failure,
 )
+from evals.harness.clock_checks.null_batches import NullBatches
 from evals.harness.clock_checks.wall_reading import Batch, calls_for, conclude, judge, read
 from evals.harness.clock_checks.wall_settings import GROWTH, WallSettings
 from evals.harness.failures import Code, Failure
@@ -116,6 +119,10 @@ class Plan:
             (:mod:`evals.harness.clock_checks.query_flips`), else 0.
         gated: Queue each batch behind the worker's gate and time it from the opening
             (:mod:`evals.harness.clock_checks.gated_batch`); None: ungated.
+        null: The same batches with calls that do nothing, where no candidate runs, to
+            subtract from each batch of the same size
+            (:mod:`evals.harness.clock_checks.null_batches`); None: the round trip, flips and
+            digests are subtracted instead.
     """
 
     ping_s: float = 0.0
@@ -125,6 +132,7 @@ class Plan:
     meter: Meter | None = None
     q_numel: int = 0
     gated: GatedLink | None = None
+    null: NullBatches | None = None
 
 
 def run_round(
@@ -201,7 +209,14 @@ def run_round(
         said = header.get("batch_s")
         worker_s = float(said) if isinstance(said, int | float) else 0.0  # the record only
         flip_s = plan.verify.flip_cost(calls) if plan.verify is not None else 0.0
-        batches.append(Batch(calls, wall, plan.ping_s, worker_s, digest_s, worker_ping, flip_s))
+        null_s = None
+        if plan.null is not None:  # the null batches' time is not the round's
+            before_null = clock()
+            null_s = plan.null.wall_s(calls)
+            start += clock() - before_null
+        batches.append(
+            Batch(calls, wall, plan.ping_s, worker_s, digest_s, worker_ping, flip_s, null_s)
+        )
         left = budget - (clock() - start)
         calls = _next_calls([*before, *batches], reported, settings, plan.max_calls, scale, left)
         calls = _capped(calls, plan)
@@ -209,6 +224,19 @@ def run_round(
         if planned and left <= 0:
             break
     return batches
+
+
+def most_calls(plan: Plan) -> int | None:
+    """The calls a batch may hold: the outputs it may keep, and a gated link's ceiling.
+
+    The planned size that decides which batches count (:func:`conclude`) is held to it: a
+    ceiling cut under the planned size (arming blocked) would otherwise leave no batch of that
+    size, and the sizing batches of two or eight calls, whose overhead is most of their time,
+    would count.
+    """
+    if plan.gated is None:
+        return plan.max_calls
+    return min(plan.gated.ceiling, plan.max_calls or plan.gated.ceiling)
 
 
 def _capped(calls: int, plan: Plan) -> int:
@@ -261,7 +289,8 @@ def measure(
     batches = run_round(client, reported, settings, seed=seed, plan=plan, clock=clock)
     rounds, count = 1, settings.batches
     while rounds <= settings.retries:
-        if judge(conclude(batches, reported, settings, plan.max_calls), reported, settings) is None:
+        reading = conclude(batches, reported, settings, most_calls(plan))
+        if judge(reading, reported, settings) is None:
             break
         left = settings.max_s - (clock() - start)
         if left <= 0:

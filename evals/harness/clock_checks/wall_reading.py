@@ -35,6 +35,10 @@ class Batch:
             record only: a process that inflated it must not shrink U).
         flip_s: Flipping the calls' fresh queries inside the batch as the parent itself
             does it, seconds (subtracted).
+        null_s: The same batch with calls that do nothing, run where no candidate runs
+            (:mod:`evals.harness.clock_checks.null_batches`), seconds; where given, it alone is
+            subtracted (it holds the round trip, the flips and the digests as this batch
+            does), and ``ping_s``, ``digest_s`` and ``flip_s`` are for the record.
     """
 
     calls: int
@@ -44,9 +48,16 @@ class Batch:
     digest_s: float = 0.0
     worker_ping_s: float = 0.0
     flip_s: float = 0.0
+    null_s: float | None = None
 
     def per_call_us(self, ping_s: float) -> float:
-        """Microseconds per call with ``ping_s`` (seconds), the digests and the flips taken off."""
+        """Microseconds per call, the overhead taken off.
+
+        That is the null batch where there is one (:attr:`null_s`), else ``ping_s`` (seconds),
+        the digests and the flips.
+        """
+        if self.null_s is not None:
+            return max(0.0, self.wall_s - self.null_s) / self.calls * 1e6
         spent = self.wall_s - ping_s - self.digest_s - self.flip_s
         return max(0.0, spent) / self.calls * 1e6
 
@@ -69,6 +80,8 @@ class Reading:
             target their summary is the time every speedup uses: :func:`figure_stats`).
         gross_us: Each counted batch's per-call time with the flips and digests left in,
             microseconds (a CPU target's figure on small calls).
+        null_us: The null batch subtracted from the batch that gave U, microseconds (None:
+            the round trip, flips and digests were subtracted instead).
     """
 
     per_call_us: float
@@ -79,10 +92,13 @@ class Reading:
     worker_us: float
     figures_us: tuple[float, ...] = ()
     gross_us: tuple[float, ...] = ()
+    null_us: float | None = None
 
     def to_json(self) -> dict[str, float | int]:
-        """JSON form (microseconds and counts)."""
+        """JSON form (microseconds and counts; ``null_us`` where a null batch was subtracted)."""
+        null = {} if self.null_us is None else {"null_us": self.null_us}
         return {
+            **null,
             "per_call_us": self.per_call_us,
             "ping_us": self.ping_us,
             "calls": self.calls,
@@ -115,6 +131,7 @@ def read(batches: Sequence[Batch], *, planned: int = 0) -> Reading:
         worker_us=best.worker_s / best.calls * 1e6,
         figures_us=tuple(b.per_call_us(ping) for b in counted),
         gross_us=tuple(b.gross_us(ping) for b in counted),
+        null_us=None if best.null_s is None else best.null_s * 1e6,
     )
 
 
@@ -181,11 +198,14 @@ def judge(reading: Reading, reported: float, settings: WallSettings) -> Failure 
     bound = bound_us(reported, settings, reading.best_calls)
     if reading.per_call_us <= bound:
         return None
+    if reading.null_us is None:
+        taken = f"the channel's {reading.ping_us:.0f} us round trip subtracted"
+    else:
+        taken = f"the same batch of null calls, {reading.null_us:.0f} us, subtracted"
     reason = (
         f"the parent's clock saw {reading.per_call_us:.0f} us per call over "
-        f"{reading.best_calls} back-to-back calls (best of {reading.batches} batches, the "
-        f"channel's {reading.ping_us:.0f} us round trip subtracted); the worker reported "
-        f"{reported:.0f} us (allowed: {bound:.0f} us)"
+        f"{reading.best_calls} back-to-back calls (best of {reading.batches} batches, "
+        f"{taken}); the worker reported {reported:.0f} us (allowed: {bound:.0f} us)"
     )
     return Failure(Code.TIMING_MISMATCH, reason)
 

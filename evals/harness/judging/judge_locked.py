@@ -258,7 +258,8 @@ def _workers(target: Target, library: Path | None, settings: RunSettings) -> lis
     ]
     if settings.command != "check" and target.upstreams:
         ups_log = keep.with_name(f"{keep.stem}.upstreams{keep.suffix}") if keep else None
-        workers.append(WorkerClient(target, None, ups_log, clean_env=clean))
+        gated = target.timing.gated_wall  # its gate times the null batches (null_batches.py)
+        workers.append(WorkerClient(target, None, ups_log, clean_env=clean, gated=gated))
     return workers
 
 

@@ -83,7 +83,7 @@ def main(argv: list[str], *, writes: str = "not applied") -> int:
         if library is not None and worker.candidate_upstream is None:
             protections = enter_sandbox(worker, gate_fd)
             worker.load_candidate(library)
-        elif gate_fd is not None and target.device == "cuda":  # an upstream judged as one
+        elif gate_fd is not None and target.device == "cuda":  # upstreams: judged, or nulls
             worker.gate = DeviceGate(gate_fd)
     except CandidateError as exc:
         channel.send(sock, {"ok": False, "failure": exc.failure.to_json()})

@@ -50,7 +50,10 @@ class WallBatches:
     sign mask (:mod:`evals.harness.clock_checks.query_flips`), and its calls: the candidate's, or
     with ``"impl": NAME`` an upstream's (only in the upstreams' own worker, which never loads a
     candidate: on a CPU target their batches give every speedup's figure, measured as the
-    candidate's are); ``{"warm": seed}`` makes the digests' weights of ``seed``; ``{"n": N,
+    candidate's are), or with ``"impl": "null"`` and ``"query": {"shape", "dtype"}`` calls that
+    return a fresh output and do nothing, on sets of q alone (the null batches subtracted from
+    a gated check's, :mod:`evals.harness.clock_checks.null_batches`, also there only);
+    ``{"warm": seed}`` makes the digests' weights of ``seed``; ``{"n": N,
     "digest_seed", "shifts"}`` runs N calls back to back on the sets in turn, call ``i`` on its
     set's q flipped at ``shifts[i]`` first (so no call repeats an earlier call's inputs, and none
     can be computed before the request), on a GPU with no synchronisation between the calls and one
@@ -127,18 +130,25 @@ class WallBatches:
         """The timing round's input sets, a call on each, and each set's flips."""
         target = self.worker.target
         self.scenario = scenario
-        sets = target.make_timing_inputs(scenario, [int(x) for x in req["seeds"]])
+        impl = str(req.get("impl", "candidate"))
+        if impl != "candidate" and self.worker.ops is not None:
+            reason = "an upstream's wall batches asked of a worker that loaded a candidate"
+            raise CandidateError(Failure(Code.HARNESS_ERROR, reason))
+        seeds = [int(x) for x in req["seeds"]]
+        if impl == "null":
+            sets = [_null_query(req.get("query"), target, scenario) for _ in seeds]
+        else:
+            sets = target.make_timing_inputs(scenario, seeds)
         # copies of the round's sets, cycled in order (call i on set i % len: the same work as
         # set i % len(seeds)), so that a gated batch's inputs are cold without a flush
         copies = max(1, int(req.get("copies", 1)))
         self.sets = sets + [_copy(s) for _ in range(copies - 1) for s in sets]
         self.round_sets, self.cursor = len(sets), 0
-        impl = str(req.get("impl", "candidate"))
-        if impl != "candidate" and self.worker.ops is not None:
-            reason = "an upstream's wall batches asked of a worker that loaded a candidate"
-            raise CandidateError(Failure(Code.HARNESS_ERROR, reason))
         if impl == "candidate":
             self.calls = [self.worker.prepare(inputs) for inputs in self.sets]
+        elif impl == "null":
+            spec = target.expected_output(scenario)
+            self.calls = [_null_output(spec.shape, spec.dtype, spec.device) for _ in self.sets]
         else:
             upstream = target.upstream(impl)
             self.calls = [upstream.prepare(inputs) for inputs in self.sets]
@@ -225,6 +235,31 @@ class WallBatches:
             raise CandidateError(failure)
         metas, payload = channel.pack_tensors([kept[i] for i in chosen])
         return {"ok": True, "tensors": metas}, payload
+
+
+def _null_query(query: object, target: Target, scenario: Scenario) -> Inputs:
+    """A null batch's input set: a q of the candidate's q's shape and dtype, nothing else.
+
+    Its values are never read but by the flips, whose cost depends on its size alone; the
+    scenario's other inputs (a KV cache of up to 32 GB) stay out of this process.
+    """
+    if not isinstance(query, dict) or not isinstance(query.get("shape"), list):
+        raise CandidateError(Failure(Code.HARNESS_ERROR, "a null batch without its q's shape"))
+    dtype = getattr(torch, str(query.get("dtype")), None)
+    if not isinstance(dtype, torch.dtype):
+        reason = f"a null batch with an unknown q dtype {query.get('dtype')!r}"
+        raise CandidateError(Failure(Code.HARNESS_ERROR, reason))
+    device = target.expected_output(scenario).device
+    return {"q": torch.empty([int(n) for n in query["shape"]], dtype=dtype, device=device)}
+
+
+def _null_output(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> Callable[[], object]:
+    """A call that does nothing but return a fresh output.
+
+    Its memory comes from the caching allocator, as a kernel's output does; it is never
+    written (writing it is part of the work a call is timed for).
+    """
+    return lambda: torch.empty(shape, dtype=dtype, device=device)
 
 
 def _copy(inputs: Inputs) -> Inputs:

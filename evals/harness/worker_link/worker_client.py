@@ -58,9 +58,11 @@ class WorkerClient:
             exits; None keeps it only in memory, for the reasons of crashes.
         candidate_upstream: Self-check mode: this upstream stands in for the candidate.
         clean_env: Start the worker in a cleaned environment (``score``).
-        gated: Give a GPU candidate's worker (or an upstream judged as one) a gate
-            (:attr:`gate`, made afresh at each start) for the wall-clock check's gated
-            batches (:mod:`evals.harness.clock_checks.gated_batch`).
+        gated: Give a GPU target's worker a gate (:attr:`gate`, made afresh at each start)
+            for the wall-clock check's gated batches
+            (:mod:`evals.harness.clock_checks.gated_batch`): the candidate's (or an upstream
+            judged as one) for its own, the upstreams' for the null batches subtracted from
+            them (:mod:`evals.harness.clock_checks.null_batches`).
     """
 
     def __init__(
@@ -74,8 +76,7 @@ class WorkerClient:
         gated: bool = False,
     ) -> None:
         self.clean_env = clean_env
-        judged = library is not None or candidate_upstream is not None  # not the upstreams'
-        self.gated = gated and target.device == "cuda" and judged
+        self.gated = gated and target.device == "cuda"
         self.gate: Gate | None = None
         """The parent's side of the worker's gate while it runs (see ``gated``)."""
         self.target = target
