@@ -7,6 +7,7 @@ let a forge of 0.90 of each call pass on an H100 (session 41). The GPU runs are
 """
 
 import contextlib
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +18,8 @@ from evals.harness.clock_checks.gated_batch import Blocked, GatedLink
 from evals.harness.clock_checks.null_batches import REPEATS, NullBatches
 from evals.harness.clock_checks.wall_reading import Batch, conclude, judge
 from evals.harness.clock_checks.wall_settings import GPU_GATED_WALL
+from evals.harness.judging import judge_locked
+from evals.harness.run_settings import RunSettings
 from evals.harness.targets import get_target
 from evals.harness.worker import gated as worker_gated
 from evals.harness.worker.serve import CandidateError, WallBatches
@@ -253,3 +256,10 @@ def test_a_worker_that_loaded_a_candidate_runs_no_null_batch():
     wall = WallBatches(UpstreamsStub(ops=object()))
     with pytest.raises(CandidateError, match="loaded a candidate"):
         wall.handle(_prepare({"shape": [2], "dtype": "float32"}))
+
+
+@pytest.mark.parametrize(("name", "gated"), [("fa3_hopper", True), ("cpu_attention", False)])
+def test_the_upstreams_worker_of_a_gated_gpu_target_is_given_a_gate(name, gated):
+    settings = RunSettings("score", name, Path("k.cu"), suite="smoke")
+    candidate, upstreams = judge_locked._workers(get_target(name), Path("lib.so"), settings)
+    assert candidate.gated is gated and upstreams.gated is gated  # nothing started yet
