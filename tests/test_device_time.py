@@ -32,7 +32,8 @@ def _session(device, *, target="fa3_hopper", self_check=None):
     caps = target_folder(target).host_issue
     target = SimpleNamespace(name=target, device=device, timing=TimingSettings(), host_issue=caps)
     client = SimpleNamespace(candidate_upstream=self_check)
-    return SimpleNamespace(target=target, client=client, audits={}, upstream_issue_us=0.0)
+    return SimpleNamespace(target=target, client=client, audits={}, null_rechecks={},
+                           upstream_issue_us=0.0)
 
 
 @pytest.mark.parametrize(
@@ -226,16 +227,18 @@ def test_candidate_then_upstreams_each_retimed_once_then_reported(
     monkeypatch.setattr(judge_module, "_plausible", lambda *a: None)
     monkeypatch.setattr(up_module, "_strict_rerun", lambda *a: None)
     monkeypatch.setattr(judge_module.wall_check, "check", lambda *a, **k: None)
+    monkeypatch.setattr(up_module.null_recheck, "recheck",
+                        lambda *a: events.append("null batches again"))  # fmt: skip
     session = _timing_session(events)
     result = ScenarioResult(Scenario("s", {}))
     result.correct = True
     assert judge_module.time_scenario(session, result.scenario, result) is None
     assert set(result.times) == {"candidate"}  # no upstream is timed beside the candidate
     assert up_module.time_upstreams(session, result) is None
-    # the candidate's process is gone before any upstream is timed
+    # the candidate's process is gone before any upstream or null batch is timed
     cand = [("candidate", a) for a in attempts]
     ups = [("upstreams", a) for a in up_attempts]
-    assert events == [*cand, "kill candidate", *ups]
+    assert events == [*cand, "kill candidate", *ups, "null batches again"]
     assert result.timing["attempts"] == len(attempts)
     assert result.timing["converged"] is converged
     assert result.timing["polluted"] == {"sdpa": 2}
@@ -377,7 +380,7 @@ def _strict_session(monkeypatch, events, again_us, up_again_us, walls):
     target = SimpleNamespace(device="cuda", timing=TimingSettings(strict_tolerance=0.25),
                              upstreams=upstreams)
     return SimpleNamespace(client=_KillClient(events), target=target,
-                           upstreams=SimpleNamespace(proc=None))
+                           upstreams=SimpleNamespace(proc=None), null_rechecks={})
 
 
 @pytest.mark.parametrize(("again_us", "passes"), [(10.5, True), (8.0, True), (12.6, False)])
@@ -389,6 +392,8 @@ def test_a_suspicious_speedup_is_rejudged_side_by_side_in_a_fresh_process(
     events, walls = [], []
     n = 2  # a GPU target's two rounds (the settings' default)
     session = _strict_session(monkeypatch, events, [again_us] * n, [20.0] * n, walls)
+    monkeypatch.setattr(up_module.null_recheck, "recheck",
+                        lambda *a: events.append("null batches again"))  # fmt: skip
     result = ScenarioResult(Scenario("s", {}))
     result.times = {"candidate": _stats(10.0), "sdpa": _stats(20.0), "other": _stats(30.0)}
     failure = up_module._strict_rerun(session, result.scenario, result)
@@ -397,6 +402,7 @@ def test_a_suspicious_speedup_is_rejudged_side_by_side_in_a_fresh_process(
         ["kill candidate", ("candidate", attempt),
          ("checked", judge_module.STRICT_CHECKS_PER_SET),  # every kept timed output
          "kill candidate",  # never both alive: the upstreams after the candidate's process
+         "null batches again",  # its gated check's, with the candidate's process gone too
          ("upstreams", attempt)]
         for attempt in rounds
     ]

@@ -8,19 +8,22 @@ let a forge of 0.90 of each call pass on an H100 (session 41). The GPU runs are
 
 import contextlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from evals.harness import Code
-from evals.harness.clock_checks import wall_clock
+from evals.harness.clock_checks import null_recheck, wall_clock
 from evals.harness.clock_checks.gated_batch import Blocked, GatedLink
-from evals.harness.clock_checks.null_batches import REPEATS, NullBatches
+from evals.harness.clock_checks.null_batches import REPEATS, Kept, NullBatches
 from evals.harness.clock_checks.wall_reading import Batch, conclude, judge
 from evals.harness.clock_checks.wall_settings import GPU_GATED_WALL
 from evals.harness.judging import judge_locked
 from evals.harness.run_settings import RunSettings
+from evals.harness.scenarios import Scenario
 from evals.harness.targets import get_target
+from evals.harness.verdict.record import ScenarioResult
 from evals.harness.worker import gated as worker_gated
 from evals.harness.worker.serve import CandidateError, WallBatches
 from evals.harness.worker_link.worker_client import WorkerFailure
@@ -263,3 +266,54 @@ def test_the_upstreams_worker_of_a_gated_gpu_target_is_given_a_gate(name, gated)
     settings = RunSettings("score", name, Path("k.cu"), suite="smoke")
     candidate, upstreams = judge_locked._workers(get_target(name), Path("lib.so"), settings)
     assert candidate.gated is gated and upstreams.gated is gated  # nothing started yet
+
+
+# --- the null batches again once the candidate's process is gone (null_recheck.py) -----------
+
+
+def _kept(late_s, *, contract=False, hog_us=120.0, reported=900.0):
+    """A 1000 us call reported at 900 us (a forge), judged against null batches a hog lengthened
+    by ``hog_us`` a call; the later null batches take ``late_s`` (seconds per size) in turn."""
+
+    def batch(n):
+        null = (300 + n * (10 + hog_us)) * 1e-6
+        return Batch(n, (300 + n * 1010) * 1e-6, 50e-6, null_s=null)
+
+    nulls, _ = _nulls(late_s)
+    batches = tuple(batch(n) for n in (2, 5, 5, 5))
+    kept = Kept("wall_clock", batches, reported, GPU_GATED_WALL, 128, nulls)
+    result = ScenarioResult(Scenario("s", {}, contract=contract))
+    result.timing["wall"] = {"per_call_us": 880.0}
+    result.checks["wall_clock"] = "passed: ..."
+    session = SimpleNamespace(null_rechecks={"s": [kept]})
+    return session, result, nulls
+
+
+def test_a_forge_a_lengthened_null_let_through_fails_on_the_null_batches_timed_later():
+    true_nulls = [(300 + n * 10) * 1e-6 for n in (2, 2, 2, 5, 5, 5)]
+    session, result, nulls = _kept(true_nulls)
+    assert judge(conclude(session.null_rechecks["s"][0].batches, 900.0, GPU_GATED_WALL, 128),
+                 900.0, GPU_GATED_WALL) is None  # fmt: skip
+    failure = null_recheck.recheck(session, result)
+    assert failure is not None and failure.code == Code.TIMING_MISMATCH
+    assert "candidate's process was gone" in failure.reason
+    assert result.checks["wall_clock"].startswith("failed")
+    assert result.timing["wall"]["late_per_call_us"] == pytest.approx(1000.0)
+    assert set(result.timing["wall"]["late_null_us"]) == {"2", "5"}
+    assert [h["n"] for h in nulls.link.headers] == [2] * REPEATS + [5] * REPEATS
+    assert session.null_rechecks == {}
+
+
+def test_a_slower_null_later_changes_nothing_and_an_honest_call_passes_again():
+    session, result, _ = _kept([1.0] * 6, hog_us=0.0, reported=1000.0)  # later nulls disturbed
+    assert null_recheck.recheck(session, result) is None
+    assert result.checks["wall_clock"] == "passed: ..."
+    assert result.timing["wall"]["late_per_call_us"] == pytest.approx(1000.0)
+
+
+def test_a_contract_scenarios_forge_caught_later_has_its_speedups_withheld():
+    true_nulls = [(300 + n * 10) * 1e-6 for n in (2, 2, 2, 5, 5, 5)]
+    session, result, _ = _kept(true_nulls, contract=True)
+    assert null_recheck.recheck(session, result) is None
+    assert "times unverified" in result.timing["unverified"]
+    assert result.checks["wall_clock"].startswith("not counted")

@@ -77,7 +77,7 @@ def _fake_workers(monkeypatch, events, cand_us, up_us):
     target = SimpleNamespace(device="cpu", timing=get_target("cpu_attention").timing,
                              upstreams=[SimpleNamespace(name="sdpa")])
     return SimpleNamespace(client=events, target=target, upstreams=SimpleNamespace(proc=None),
-                           audits={})
+                           audits={}, null_rechecks={})
 
 
 def test_a_disturbed_upstream_round_is_timed_again_and_its_lower_median_counts():

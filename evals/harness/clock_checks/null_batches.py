@@ -26,11 +26,13 @@ from typing import Any
 
 from evals.harness.clock_checks import query_flips
 from evals.harness.clock_checks.gated_batch import Blocked, GatedLink
+from evals.harness.clock_checks.wall_reading import Batch
+from evals.harness.clock_checks.wall_settings import WallSettings
 from evals.harness.failures import Code, Failure
 from evals.harness.worker_link.session import derive_seed
 from evals.harness.worker_link.worker_client import WorkerFailure
 
-__all__ = ["REPEATS", "NullBatches"]
+__all__ = ["REPEATS", "Kept", "NullBatches"]
 
 REPEATS = 3
 """Null batches of each size; the fastest is subtracted."""
@@ -115,3 +117,27 @@ def _metered(request: Callable[[], Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     answer = request()
     return time.perf_counter() - t0, answer
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A passed gated check, to be judged again later against fresh null batches.
+
+    Judged once no process of the candidate exists
+    (:mod:`evals.harness.clock_checks.null_recheck`).
+
+    Attributes:
+        key: The check's name in the scenario's ``checks`` (``wall_clock``, ...).
+        batches: Its batches, each with the null batch subtracted then.
+        reported: The candidate's reported figure, microseconds.
+        settings: The bound's settings.
+        max_calls: The planned size's ceiling (``wall_clock.most_calls``).
+        nulls: The null batches it was judged against (their request, seed and link).
+    """
+
+    key: str
+    batches: tuple[Batch, ...]
+    reported: float
+    settings: WallSettings
+    max_calls: int | None
+    nulls: NullBatches

@@ -20,7 +20,7 @@ import torch
 
 from evals.harness.clock_checks import channel_cost
 from evals.harness.clock_checks.gated_batch import GatedLink, cold_copies
-from evals.harness.clock_checks.null_batches import NullBatches
+from evals.harness.clock_checks.null_batches import Kept, NullBatches
 from evals.harness.clock_checks.wall_clock import (
     Clock,
     Plan,
@@ -299,6 +299,10 @@ def _record(
     if failure is not None:
         result.checks[key] = f"failed: {failure.reason}"
         return failure
+    if run.plan.null is not None:  # judged again once the candidate is gone (null_recheck.py)
+        kept = Kept(key, tuple(run.batches), reported, settings, most_calls(run.plan),
+                    run.plan.null)  # fmt: skip
+        session.null_rechecks.setdefault(result.scenario.id, []).append(kept)
     cpu = isinstance(run.plan.meter, CpuMeter)
     meter = "; the worker's busiest thread's CPU time" if cpu else ""
     if run.plan.gated is not None:

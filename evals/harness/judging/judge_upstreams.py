@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evals.harness.clock_checks import parent_figure, round_audit, wall_check
+from evals.harness.clock_checks import null_recheck, parent_figure, round_audit, wall_check
 from evals.harness.failures import Code, Failure
 from evals.harness.judging import host_issue, judge_time, retime
 from evals.harness.judging.timing_record import add_figures, flag_suspicious, settled
@@ -53,8 +53,10 @@ def time_upstreams(session: Session, result: ScenarioResult) -> Failure | None:
     candidate's last round (same inputs); a round not settled (converged, or close:
     :func:`evals.harness.judging.timing_record.settled`) is re-timed once on new ones, and a
     disturbed one (:func:`evals.harness.judging.retime.disturbed`) once more, each upstream keeping
-    its lower median. Then the checks that need both: the host-issue cap and, for a
-    suspicious speedup, the strict re-run (side by side, in a fresh candidate process).
+    its lower median. Then the gated wall-clock checks judged again against null batches
+    timed now (:mod:`evals.harness.clock_checks.null_recheck`), and the checks that need both:
+    the host-issue cap and, for a suspicious speedup, the strict re-run (side by side, in a
+    fresh candidate process).
     """
     upstreams = _upstream_names(session, result)
     if not upstreams or session.upstreams is None or "candidate" not in result.times:
@@ -79,7 +81,11 @@ def time_upstreams(session: Session, result: ScenarioResult) -> Failure | None:
         parent_figure.measure_upstreams(session, result, upstreams)
     finally:
         _spent(result, t0)
-    failure = _host_issue(session, result) or _strict_rerun(session, result.scenario, result)
+    # the gated checks' null batches again, with no process of the candidate's alive
+    failure = null_recheck.recheck(session, result)
+    failure = (
+        failure or _host_issue(session, result) or _strict_rerun(session, result.scenario, result)
+    )
     round_audit.conclude(session, result)  # the strict re-run's rounds' audits
     return failure
 
@@ -201,6 +207,9 @@ def _side_by_side(
     if failure is not None:
         return None, failure
     session.client.kill()  # never both alive: the upstreams right after, on the same inputs
+    failure = null_recheck.recheck(session, result)  # its gated check, the candidate gone
+    if failure is not None:
+        return None, failure
     t0 = time.monotonic()
     try:
         up = judge_time._upstream_request(
