@@ -40,10 +40,13 @@ def recheck(session: Session, result: ScenarioResult) -> Failure | None:
     Raises:
         WorkerFailure: ``harness_error``: the upstreams' worker failed.
     """
+    kept = session.null_rechecks.pop(result.scenario.id, [])
+    if not kept:
+        return None
     start = time.monotonic()
     try:
-        for kept in session.null_rechecks.pop(result.scenario.id, []):
-            failure = _again(result, kept)
+        for check in kept:
+            failure = _again(result, check)
             if failure is not None:
                 return failure
         return None
