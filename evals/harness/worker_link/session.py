@@ -6,7 +6,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -18,9 +18,6 @@ from evals.harness.verdict.record import ScenarioResult
 from evals.harness.worker_link import channel
 from evals.harness.worker_link.budget import Budget
 from evals.harness.worker_link.worker_client import WorkerClient
-
-if TYPE_CHECKING:
-    from evals.harness.clock_checks.null_batches import Kept
 
 
 def derive_seed(seed: int, *parts: object) -> int:
@@ -76,9 +73,10 @@ class Session:
     """The worker that times the upstreams: a process that never loads the candidate."""
     audits: dict[str, list[RoundAudit]] = field(default_factory=dict)
     """Per scenario id, the candidate's metered timing rounds awaiting their null rounds."""
-    null_rechecks: dict[str, list[Kept]] = field(default_factory=dict)
+    null_rechecks: dict[str, list[Any]] = field(default_factory=dict)
     """Per scenario id, its passed gated checks awaiting null batches timed once the
-    candidate's process is gone (:mod:`evals.harness.clock_checks.null_recheck`)."""
+    candidate's process is gone (``clock_checks.null_batches.Kept``, a later room's type:
+    :mod:`evals.harness.clock_checks.null_recheck`)."""
     upstream_issue_us: float = 0.0
     """GPU: the slowest median host issue time of any upstream round so far in this run."""
     budget: Budget | None = None
