@@ -2,11 +2,12 @@
 
 Each batch is queued behind the parent's gate and timed from its opening
 (:mod:`evals.harness.clock_checks.gated_batch`), so the host's issue work is out of the
-interval and U is held to the device time alone, within 1.10x. An honest kernel and FA3 judged
-as the candidate pass it on every timed smoke scenario; a forge of ``timer_forge_padded.cu``
-that reports 0.85 of each call (inside the trace check's 1.25x, its host issue padded past the
-ungated check's reach) fails it, and so does start.cu waiting on the host for its own work in
-every call (at once, for the contract's reason).
+interval and U is held to the device time alone, within 1.10x, the same batch of null calls
+subtracted (and subtracted again once the candidate's process is gone). An honest kernel and
+FA3 judged as the candidate pass it on every timed smoke scenario; a forge of
+``timer_forge_padded.cu`` that reports 0.85 of each call (inside the trace check's 1.25x, its
+host issue padded past the ungated check's reach) fails it, and so does start.cu waiting on the
+host for its own work in every call (at once, for the contract's reason).
 """
 
 
@@ -37,9 +38,14 @@ def test_honest_work_passes_the_gated_check_on_every_timed_scenario(who):
     assert checks and verdict.status == "ok", verdict.to_json()["checks"]
     for scenario, (figures, said) in checks.items():
         assert figures.get("gated") is True and said.startswith("passed"), (scenario, said)
+        # the null batches subtracted; judged again, once the candidate was gone, on a U that
+        # a second null can only lengthen (null_recheck.py)
+        late = figures.get("late_per_call_us", figures["per_call_us"])
+        assert figures["null_us"] > 0 and late >= figures["per_call_us"] - 1e-6, figures
         ratio = figures["per_call_us"] / figures["reported_us"]
-        print(f"{who} {scenario}: U {figures['per_call_us']:.1f} us, reported "
-              f"{figures['reported_us']:.1f} us, {ratio:.3f}")
+        print(f"{who} {scenario}: U {figures['per_call_us']:.1f} us (again {late:.1f}), "
+              f"reported {figures['reported_us']:.1f} us, {ratio:.3f}")
+    assert any("late_per_call_us" in figures for figures, _ in checks.values())
 
 
 def test_a_forge_inside_the_trace_checks_bound_fails_the_gated_check(tmp_path):
