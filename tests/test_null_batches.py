@@ -147,7 +147,9 @@ class Upstreams:
         self.started += 1
         self.proc = type("Proc", (), {"poll": staticmethod(lambda: None)})()
 
-    def request(self, header, timeout_s=None):
+    def request(self, header, timeout_s=None):  # starts a worker not running, as the real one
+        if self.proc is None:
+            self.start()
         self.requests.append((dict(header), self.state["paused"]))
         return {"ok": True}, b""
 

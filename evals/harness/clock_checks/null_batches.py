@@ -88,9 +88,7 @@ class NullBatches:
             self.ready = False
 
     def _start(self) -> None:
-        proc = getattr(self.client, "proc", None)
-        if proc is None or proc.poll() is not None:
-            self.client.start()
+        """Prepare the worker once (a request starts it first where it is not running)."""
         if not self.ready:
             self.client.request(self.prepare, timeout_s=self.timeout_s)
             warm = {"op": "wall", "warm": derive_seed(self.seed, "digest")}

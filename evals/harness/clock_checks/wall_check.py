@@ -255,7 +255,7 @@ def _null_batches(
 ) -> NullBatches | None:
     """The check's null batches, where the upstreams' worker has a gate of its own."""
     upstreams = session.upstreams
-    if upstreams is None or not getattr(upstreams, "gated", False) or session.client is None:
+    if upstreams is None or not upstreams.gated:
         return None
     return NullBatches(
         client=upstreams,

@@ -135,8 +135,9 @@ class WallBatches:
             reason = "an upstream's wall batches asked of a worker that loaded a candidate"
             raise CandidateError(Failure(Code.HARNESS_ERROR, reason))
         seeds = [int(x) for x in req["seeds"]]
+        spec = target.expected_output(scenario)
         if impl == "null":
-            sets = [_null_query(req.get("query"), target, scenario) for _ in seeds]
+            sets = [_null_query(req.get("query"), spec.device) for _ in seeds]
         else:
             sets = target.make_timing_inputs(scenario, seeds)
         # copies of the round's sets, cycled in order (call i on set i % len: the same work as
@@ -147,7 +148,6 @@ class WallBatches:
         if impl == "candidate":
             self.calls = [self.worker.prepare(inputs) for inputs in self.sets]
         elif impl == "null":
-            spec = target.expected_output(scenario)
             self.calls = [_null_output(spec.shape, spec.dtype, spec.device) for _ in self.sets]
         else:
             upstream = target.upstream(impl)
@@ -237,8 +237,8 @@ class WallBatches:
         return {"ok": True, "tensors": metas}, payload
 
 
-def _null_query(query: object, target: Target, scenario: Scenario) -> Inputs:
-    """A null batch's input set: a q of the candidate's q's shape and dtype, nothing else.
+def _null_query(query: object, device: str) -> Inputs:
+    """A null batch's input set on ``device``: a q of the candidate's q's shape and dtype alone.
 
     Its values are never read but by the flips, whose cost depends on its size alone; the
     scenario's other inputs (a KV cache of up to 32 GB) stay out of this process.
@@ -249,7 +249,6 @@ def _null_query(query: object, target: Target, scenario: Scenario) -> Inputs:
     if not isinstance(dtype, torch.dtype):
         reason = f"a null batch with an unknown q dtype {query.get('dtype')!r}"
         raise CandidateError(Failure(Code.HARNESS_ERROR, reason))
-    device = target.expected_output(scenario).device
     return {"q": torch.empty([int(n) for n in query["shape"]], dtype=dtype, device=device)}
 
 
