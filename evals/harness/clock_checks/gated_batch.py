@@ -9,8 +9,9 @@ that write to the answer of a ``finish`` request. The device copies the offsets 
 sees the token, so nothing queued can be computed before the opening, and the answer carries
 each output's digest, whose device sums were queued behind the calls: it cannot exist
 before the outputs do. What the interval holds is the batch's device work (flips, calls,
-digests) and one request's round trip; the parent subtracts the round trip, the flips and the
-digests as it times them itself, as for an ungated batch.
+digests) and one request's round trip; the parent subtracts the same batch of calls that do
+nothing (:mod:`evals.harness.clock_checks.null_batches`), made ready by
+:mod:`evals.harness.clock_checks.gated_setup`.
 
 Everything queued behind a closed gate waits in the stream's launch queue, which holds
 about a thousand operations before the next launch blocks; the host then waits for the

@@ -8,19 +8,14 @@ records what it found.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
-from evals.harness.clock_checks import channel_cost
-from evals.harness.clock_checks.gated_batch import GatedLink, cold_copies
-from evals.harness.clock_checks.null_batches import Kept, NullBatches
+from evals.harness.clock_checks import channel_cost, gated_setup
+from evals.harness.clock_checks.null_batches import Kept
 from evals.harness.clock_checks.wall_clock import (
     Clock,
     Plan,
@@ -41,7 +36,6 @@ from evals.harness.clock_checks.wall_reading import (
 from evals.harness.clock_checks.wall_settings import WallSettings, wall_settings
 from evals.harness.clock_checks.wall_verify import BatchVerifier
 from evals.harness.failures import Code, Failure
-from evals.harness.measurement.gpu import release_cached_memory
 from evals.harness.measurement.process_clock import CpuMeter, ProcessGone
 from evals.harness.measurement.timing import TimingStats
 from evals.harness.scenarios import Scenario
@@ -51,9 +45,6 @@ from evals.harness.worker_link.session import Session, derive_seed
 from evals.harness.worker_link.worker_client import WorkerClient, WorkerFailure
 
 __all__ = ["check", "upstream_figure", "withhold"]
-
-_LINKS: weakref.WeakKeyDictionary[WorkerClient, GatedLink] = weakref.WeakKeyDictionary()
-"""Each candidate worker's gated link: the calls its batches may hold, learnt once per run."""
 
 
 def gated(session: Session) -> bool:
@@ -179,42 +170,15 @@ def _run(
         accuracy=candidate,
         gated=gate,
     )
-    out = session.target.expected_output(scenario)
-    out_bytes = max(1, math.prod(out.shape) * out.dtype.itemsize)
-    plan = Plan(
-        ping_s=channel_cost.round_trip_s(),
-        verify=verifier,
-        max_calls=max(1, KEEP_BYTES // out_bytes),
-        timeout_s=timeout,
-        meter=meter,
-        q_numel=verifier.q_numel,
-        gated=_LINKS.setdefault(client, GatedLink()) if gate and verifier.q_numel else None,
-    )
+    plan = _plan(session, scenario, client, verifier, meter=meter, gate=gate)
     prepare = {"op": "wall", "scenario": scenario.to_json(), "seeds": sets, "mask_seed": mask_seed}
     if plan.gated is not None:
-        copies, query = _cold_copies(session, scenario, sets)
-        prepare.update(gated=True, copies=copies)
-        null = _null_batches(session, {**prepare, "impl": "null", "query": query}, plan, seed)
-        plan = dataclasses.replace(plan, null=null)
+        prepare, plan = gated_setup.prepared(session, scenario, prepare, plan, seed=seed)
     try:
         t_prepare = time.monotonic()  # the worker making its input sets and flips
         client.request(prepare if candidate else {**prepare, "impl": impl}, timeout_s=timeout)
         prepare_s = time.monotonic() - t_prepare
-        try:
-            clock = clock or time.perf_counter
-            if candidate:
-                batches, rounds = measure(
-                    client, reported, settings, seed=seed, plan=plan, clock=clock
-                )
-            else:  # one round, sized from the parent's own readings (nothing to judge)
-                batches, rounds = run_round(client, 0.0, settings, seed=seed, plan=plan), 1
-        except ProcessGone as exc:
-            failure = Failure(Code.CRASH, "the worker exited during the wall-clock check")
-            raise WallFailure(failure) from exc
-        finally:
-            client.request({"op": "wall", "drop": True}, timeout_s=timeout)
-            if plan.null is not None:
-                plan.null.drop()
+        batches, rounds = _batches(client, reported, settings, seed, plan, clock, candidate)
         verifier.settle()  # the outputs' accuracy, now that the worker let its inputs go
     finally:
         spent = time.monotonic() - t0
@@ -225,47 +189,59 @@ def _run(
     return _Run(batches, rounds, verifier, plan, settings)
 
 
-def _cold_copies(
-    session: Session, scenario: Scenario, seeds: Sequence[int]
-) -> tuple[int, dict[str, Any]]:
-    """Copies of the round's sets that keep a gated batch's inputs cold (:func:`cold_copies`).
-
-    Sized from one set the parent makes and lets go before the worker makes its own: a KV
-    cache (up to 32 GB a set) must not sit in both processes at once (``release_cached_memory``,
-    as the verifier does before it rebuilds inputs). Also q's shape and dtype, which the null
-    batches' queries take (:mod:`evals.harness.clock_checks.null_batches`).
-    """
-    one = session.target.make_timing_inputs(scenario, list(seeds[:1]))[0]
-    tensors = [v for v in one.values() if isinstance(v, torch.Tensor)]
-    size = sum(t.numel() * t.element_size() for t in tensors)
-    l2 = torch.cuda.get_device_properties(tensors[0].device).L2_cache_size if tensors else 0
-    q = one.get("q")
-    query = (
-        {}
-        if not isinstance(q, torch.Tensor)
-        else {"shape": list(q.shape), "dtype": str(q.dtype).removeprefix("torch.")}
-    )
-    del one, tensors, q
-    release_cached_memory()
-    return cold_copies(size, len(seeds), l2), query
-
-
-def _null_batches(
-    session: Session, prepare: dict[str, Any], plan: Plan, seed: int
-) -> NullBatches | None:
-    """The check's null batches, where the upstreams' worker has a gate of its own."""
-    upstreams = session.upstreams
-    if upstreams is None or not upstreams.gated:
-        return None
-    return NullBatches(
-        client=upstreams,
-        pause=session.client.paused,
-        prepare=prepare,
-        q_numel=plan.q_numel,
-        seed=derive_seed(seed, "null"),
+def _plan(
+    session: Session,
+    scenario: Scenario,
+    client: WorkerClient,
+    verifier: BatchVerifier,
+    *,
+    meter: CpuMeter | None,
+    gate: bool,
+) -> Plan:
+    """The batches' plan: the channel's cost, what a batch may keep, the gated link if any."""
+    out = session.target.expected_output(scenario)
+    out_bytes = max(1, math.prod(out.shape) * out.dtype.itemsize)
+    return Plan(
+        ping_s=channel_cost.round_trip_s(),
+        verify=verifier,
+        max_calls=max(1, KEEP_BYTES // out_bytes),
         timeout_s=session.target.limits.call_timeout_s,
-        link=_LINKS.setdefault(upstreams, GatedLink()),
+        meter=meter,
+        q_numel=verifier.q_numel,
+        gated=gated_setup.link(client) if gate and verifier.q_numel else None,
     )
+
+
+def _batches(
+    client: WorkerClient,
+    reported: float,
+    settings: WallSettings,
+    seed: int,
+    plan: Plan,
+    clock: Clock | None,
+    candidate: bool,
+) -> tuple[list[Batch], int]:
+    """The prepared worker's batches and the rounds they took; its inputs let go after.
+
+    The candidate's rounds follow while U fails; an upstream's is one round sized from the
+    parent's own readings (nothing to judge).
+
+    Raises:
+        WallFailure: ``crash``: the worker exited during the check.
+    """
+    try:
+        if candidate:
+            return measure(client, reported, settings, seed=seed, plan=plan,
+                           clock=clock or time.perf_counter)  # fmt: skip
+        return run_round(client, 0.0, settings, seed=seed, plan=plan,
+                         clock=clock or time.perf_counter), 1  # fmt: skip
+    except ProcessGone as exc:
+        failure = Failure(Code.CRASH, "the worker exited during the wall-clock check")
+        raise WallFailure(failure) from exc
+    finally:
+        client.request({"op": "wall", "drop": True}, timeout_s=plan.timeout_s)
+        if plan.null is not None:
+            plan.null.drop()
 
 
 def _cpu_meter(session: Session, client: WorkerClient) -> CpuMeter | None:

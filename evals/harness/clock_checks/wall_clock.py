@@ -182,30 +182,12 @@ def run_round(
         noop = {"op": "wall", "n": 0}
         worker_ping = _round_trip(client, noop, plan.timeout_s, meter)[0]
         batch = {"op": "wall", "n": calls, "digest_seed": digest_seed, "shifts": offsets}
-        if plan.gated is None:
-            wall, header = _round_trip(client, batch, plan.timeout_s, meter)
-        else:
-            try:
-                wall, header = plan.gated.round_trip(client, batch, offsets, plan.timeout_s,
-                                                     meter)  # fmt: skip
-            except Blocked as blocked:
-                if blocked.waited or calls <= MIN_ARMED_CALLS:
-                    failure = blocked_failure(plan.gated, calls, waited=blocked.waited)
-                    raise WallFailure(failure) from None
-                calls = _capped(calls, plan)
-                continue
-        digest_s = 0.0
-        if plan.verify is not None:
-            raw = header.get("digests")  # the candidate's process wrote it: strings or a fail
-            strings = isinstance(raw, list) and all(isinstance(d, str) for d in raw)
-            digests = list(raw) if isinstance(raw, list) and strings else []
-            if len(digests) != calls:
-                got = len(raw) if isinstance(raw, list) else "no"
-                reason = f"a wall-clock batch of {calls} calls answered {got} digests"
-                raise WallFailure(Failure(Code.TIMING_MISMATCH, reason))
-            digest_s = plan.verify(
-                calls=calls, shifts=offsets, digest_seed=digest_seed, digests=digests
-            )
+        timed = _timed_batch(client, batch, offsets, plan, meter)
+        if timed is None:  # not armed: thrown away, the ceiling cut
+            calls = _capped(calls, plan)
+            continue
+        wall, header = timed
+        digest_s = _verified(plan, header, calls, offsets, digest_seed)
         said = header.get("batch_s")
         worker_s = float(said) if isinstance(said, int | float) else 0.0  # the record only
         flip_s = plan.verify.flip_cost(calls) if plan.verify is not None else 0.0
@@ -224,6 +206,48 @@ def run_round(
         if planned and left <= 0:
             break
     return batches
+
+
+def _timed_batch(
+    client: Client, batch: dict[str, Any], offsets: list[int], plan: Plan, meter: Meter
+) -> tuple[float, dict[str, Any]] | None:
+    """The batch's seconds on ``meter`` and its answer; None where a gated one was not armed.
+
+    Raises:
+        WallFailure: :func:`blocked_failure`: a gated batch's first call waited on the device
+            (``host_work``), or one of :data:`MIN_ARMED_CALLS` calls or fewer could not be armed.
+    """
+    if plan.gated is None:
+        return _round_trip(client, batch, plan.timeout_s, meter)
+    try:
+        return plan.gated.round_trip(client, batch, offsets, plan.timeout_s, meter)
+    except Blocked as blocked:
+        calls = int(batch["n"])
+        if blocked.waited or calls <= MIN_ARMED_CALLS:
+            failure = blocked_failure(plan.gated, calls, waited=blocked.waited)
+            raise WallFailure(failure) from None
+        return None
+
+
+def _verified(
+    plan: Plan, header: dict[str, Any], calls: int, offsets: list[int], digest_seed: int
+) -> float:
+    """The batch's outputs checked against its digests; the digests' cost to the parent, s.
+
+    Raises:
+        WallFailure: ``timing_mismatch``: not one digest a call (the candidate's process wrote
+            the answer: strings or a failure); or what ``plan.verify`` raises.
+    """
+    if plan.verify is None:
+        return 0.0
+    raw = header.get("digests")
+    strings = isinstance(raw, list) and all(isinstance(d, str) for d in raw)
+    digests = list(raw) if isinstance(raw, list) and strings else []
+    if len(digests) != calls:
+        got = len(raw) if isinstance(raw, list) else "no"
+        reason = f"a wall-clock batch of {calls} calls answered {got} digests"
+        raise WallFailure(Failure(Code.TIMING_MISMATCH, reason))
+    return plan.verify(calls=calls, shifts=offsets, digest_seed=digest_seed, digests=digests)
 
 
 def most_calls(plan: Plan) -> int | None:
