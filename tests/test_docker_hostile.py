@@ -33,7 +33,7 @@ from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
 from evals.bench.config.settings import TaskSettings
-from evals.bench.scoring import harness_exec, relays
+from evals.bench.scoring import harness_exec, relay_io, relays
 from evals.harness.verdict.record import Verdict
 from tests.helpers import ROOT
 from tests.test_docker_sandbox import (  # noqa: F401  (fixtures: the engine, the image)
@@ -216,7 +216,7 @@ def relay(
         text=True,
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    proc.stdin.write(harness_exec.relay_input(nonce, kernel))
+    proc.stdin.write(relay_io.relay_input(nonce, kernel))
     proc.stdin.close()
     lines = []
     for line in proc.stdout:  # the relay reports its cleanup before the harness starts
@@ -228,9 +228,9 @@ def relay(
     lines.append(proc.stdout.read())
     stderr = proc.stderr.read()
     proc.wait(timeout=60)
-    out, notes = harness_exec.split_notes("".join(lines), nonce)
-    _, text = harness_exec.split_output(out, nonce)
-    verdict, reason = harness_exec.check_verdict(
+    out, notes = relay_io.split_notes("".join(lines), nonce)
+    _, text = relay_io.split_output(out, nonce)
+    verdict, reason = relay_io.check_verdict(
         text,
         returncode=proc.returncode,
         command=command,

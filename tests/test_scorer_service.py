@@ -17,9 +17,10 @@ from inspect_ai.log import transcript
 from inspect_ai.util import ExecResult, OutputLimitExceededError
 
 from evals.bench.config.settings import TaskSettings
-from evals.bench.scoring import harness_exec, relays
+from evals.bench.scoring import harness_exec, relay_io, relays
 from evals.bench.scoring.faults import ENVIRONMENT
 from evals.bench.scoring.scorer import score_from_run
+from evals.harness.verdict.record import VERDICT_SCHEMA
 
 KERNEL = b"// the agent's kernel\nint x = 1;\n"
 DOCKER = TaskSettings(target="cpu_attention", suite="smoke", score_suite="smoke", sandbox="docker")
@@ -67,7 +68,7 @@ class Scorer:
 def _answer(cmd, input, kernel: bytes) -> ExecResult[str]:
     nonce = input.split("\n")[0]
     verdict = {
-        "schema": harness_exec.VERDICT_SCHEMA, "command": cmd[4], "status": "ok",
+        "schema": VERDICT_SCHEMA, "command": cmd[4], "status": "ok",
         "target": "cpu_attention", "suite": "smoke",
         "kernel": {"sha256": hashlib.sha256(kernel).hexdigest()},
         "scenarios": [], "aggregates": {},
@@ -190,9 +191,9 @@ def test_one_samples_runs_never_overlap_in_its_scorer(monkeypatch):
 
 
 def test_relay_input_carries_the_nonce_and_the_kernels_bytes():
-    assert harness_exec.relay_input("N", None) == "N\n"
+    assert relay_io.relay_input("N", None) == "N\n"
     binary = bytes(range(256)) + b"\n\r\x00"  # any bytes survive, newlines included
-    nonce, b64, rest = harness_exec.relay_input("N", binary).split("\n")
+    nonce, b64, rest = relay_io.relay_input("N", binary).split("\n")
     assert (nonce, rest) == ("N", "") and base64.b64decode(b64) == binary
 
 
@@ -211,7 +212,7 @@ def test_the_scorer_relay_is_python_that_kills_before_and_after_the_run():
 
 def test_split_notes_keeps_only_lines_after_this_calls_nonce():
     stdout = 'table\nN:relay:{"before": {"killed": []}}\nrow\nM:relay:{"forged": 1}\nN:relay:nope'
-    rest, notes = harness_exec.split_notes(stdout, "N")
+    rest, notes = relay_io.split_notes(stdout, "N")
     assert notes == {"before": {"killed": []}}
     assert rest == 'table\nrow\nM:relay:{"forged": 1}'
 

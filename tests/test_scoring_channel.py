@@ -11,7 +11,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from evals.bench import TaskSettings, kernel_task
-from evals.bench.scoring.harness_exec import check_verdict, split_output
+from evals.bench.scoring.relay_io import check_verdict, split_output
 from tests.helpers import ROOT, START_CPU
 
 SMOKE = dict(

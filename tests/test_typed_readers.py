@@ -15,8 +15,10 @@ import pytest
 from evals.bench.agent.profile import breakdown
 from evals.bench.arms.open_ended import _fitness
 from evals.bench.scoring.faults import verdict_fault
-from evals.bench.scoring.harness_exec import HarnessRun, check_verdict, last_verdict, remember
+from evals.bench.scoring.harness_exec import HarnessRun
+from evals.bench.scoring.relay_io import check_verdict
 from evals.bench.scoring.scorer import ZERO, score_from_run
+from evals.bench.scoring.verdict_store import last_verdict, remember
 from evals.harness.failures import Code, Failure
 from evals.harness.measurement.timing import TimingStats
 from evals.harness.scenarios import Scenario

@@ -13,7 +13,7 @@ from inspect_ai.model import ChatMessageUser
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.bench.config.budget import spend, spent
-from evals.bench.scoring.harness_exec import read_verdict
+from evals.bench.scoring.verdict_store import read_verdict
 
 __all__ = ["MIN_STAGE_MESSAGES", "Recipe", "Stage", "StageController", "load_recipe", "stage_ends"]
 

@@ -25,7 +25,8 @@ from inspect_ai.log import transcript
 from inspect_ai.util import sample_limits, store
 
 from evals.bench.config.settings import TaskSettings
-from evals.bench.scoring.harness_exec import HarnessRun, remember, run_harness
+from evals.bench.scoring.harness_exec import HarnessRun, run_harness
+from evals.bench.scoring.verdict_store import remember
 
 BUDGET_KEY = "kernelseek:budget"
 MESSAGES_PER_TURN = 2  # an assistant reply and at least one tool result or prompt

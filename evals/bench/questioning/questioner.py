@@ -19,7 +19,7 @@ from evals.bench.questioning.decisions import (
     failed_claim,
 )
 from evals.bench.questioning.director import Director
-from evals.bench.scoring.harness_exec import read_verdict
+from evals.bench.scoring.verdict_store import read_verdict
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,9 +26,7 @@ are free ones, named to the harness by ``CUDA_VISIBLE_DEVICES``, then share the 
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 import os
 import secrets
 import weakref
@@ -38,22 +36,21 @@ from typing import Any, Literal
 
 import anyio
 from inspect_ai.log import transcript
-from inspect_ai.util import SandboxEnvironment, sandbox, store
+from inspect_ai.util import SandboxEnvironment, sandbox
 
 from evals.bench.config.settings import TaskSettings
 from evals.bench.config.targets import bench_target
 from evals.bench.scoring.faults import ENVIRONMENT, HARNESS, verdict_fault
 from evals.bench.scoring.gpu_pool import Gpu, PoolBusyError, gpu_lease_async
-from evals.bench.scoring.relays import RELAY, RELAY_NOTE, SCORER_RELAY, SCORER_SERVICE
+from evals.bench.scoring.relay_io import check_verdict, relay_input, split_notes, split_output
+from evals.bench.scoring.relays import RELAY, SCORER_RELAY, SCORER_SERVICE
 from evals.bench.scoring.run_cost import EVENT_KEY, RunCost
+from evals.bench.scoring.verdict_store import remember
 from evals.harness.failures import one_line
-from evals.harness.verdict.record import VERDICT_SCHEMA, Verdict
+from evals.harness.verdict.record import Verdict
 
 RESULTS_DIR = ".kernelseek"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding this `evals`
-LAST_VERDICT_KEY = "kernelseek:last_verdict"
-EXIT_STATUS = {"ok": 0, "failed": 1, "error": 2}
-REQUIRED_KEYS = ("schema", "command", "kernel", "status", "scenarios", "aggregates")
 
 
 @dataclass(frozen=True)
@@ -89,90 +86,6 @@ class HarnessRun:
     def ok(self) -> bool:
         """Every scenario correct."""
         return self.returncode == 0 and self.verdict is not None
-
-
-def split_notes(stdout: str, nonce: str) -> tuple[str, dict[str, Any]]:
-    """Take the scorer relay's report lines (``<nonce>:relay:<json>``) out of its stdout."""
-    marker = nonce + RELAY_NOTE
-    lines, notes = [], {}
-    for line in stdout.split("\n"):
-        if not line.startswith(marker):
-            lines.append(line)
-            continue
-        try:
-            found = json.loads(line[len(marker) :])
-        except ValueError:
-            continue
-        if isinstance(found, dict):
-            notes.update(found)
-    return "\n".join(lines), notes
-
-
-def split_output(stdout: str, nonce: str) -> tuple[str, str | None]:
-    """Split the relay's stdout into the table and the verdict text after the last nonce."""
-    marker = f"\n{nonce}\n"
-    head, sep, tail = stdout.rpartition(marker)
-    if not sep:
-        return stdout.strip(), None
-    return head.strip(), tail.strip() or None
-
-
-def check_verdict(
-    text: str | None, *, returncode: int, command: str, kernel_sha256: str
-) -> tuple[Verdict | None, str | None]:
-    """Parse and check a verdict; returns (verdict, None) or (None, one-line reason).
-
-    The text is read through :meth:`Verdict.from_json` (a verdict it cannot read is rejected
-    with its reason), then its command, its status (against the exit status) and its kernel's
-    hash are checked.
-    """
-    if text is None:
-        return None, f"the harness wrote no verdict (exit status {returncode})"
-    try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        return None, f"the verdict is not JSON: {exc}"
-    if not isinstance(raw, dict) or any(k not in raw for k in REQUIRED_KEYS):
-        return None, f"the verdict lacks one of {', '.join(REQUIRED_KEYS)}"
-    if raw["schema"] != VERDICT_SCHEMA:
-        return None, f"verdict schema {raw['schema']!r} is not {VERDICT_SCHEMA}"
-    try:
-        verdict = Verdict.from_json(raw)
-    except ValueError as exc:
-        return None, one_line(str(exc))
-    if verdict.command != command:
-        return None, f"verdict of {verdict.command!r}, expected {command!r}"
-    if EXIT_STATUS.get(verdict.status) != returncode:
-        return None, f"exit status {returncode} disagrees with verdict status {verdict.status!r}"
-    found = verdict.kernel.get("sha256")
-    if found != kernel_sha256:
-        return None, f"the verdict is for kernel {str(found)[:12]}, not {kernel_sha256[:12]}"
-    return verdict, None
-
-
-def last_verdict(command: Literal["check", "bench", "score"]) -> Verdict | None:
-    """The checked verdict of this sample's last ``command`` run, or None.
-
-    The store keeps it as JSON (:meth:`Verdict.to_json`); it is read back as the typed record.
-    """
-    verdicts: dict[str, Any] = store().get(LAST_VERDICT_KEY, {})
-    found = verdicts.get(command)
-    return None if found is None else Verdict.from_json(found)
-
-
-def remember(command: Literal["check", "bench", "score"], verdict: Verdict | None) -> None:
-    """Keep ``verdict`` as this sample's last ``command`` verdict (None: the last run had none).
-
-    The store holds JSON: the verdict's :meth:`Verdict.to_json`.
-    """
-    verdicts: dict[str, Any] = store().get(LAST_VERDICT_KEY, {})
-    kept = None if verdict is None else verdict.to_json()
-    store().set(LAST_VERDICT_KEY, {**verdicts, command: kept})
-
-
-async def read_verdict(command: Literal["check", "bench", "score"]) -> Verdict | None:
-    """The verdict of the last ``command`` tool call (kept by the scorer side, not the agent's)."""
-    return last_verdict(command)
 
 
 def harness_env(settings: TaskSettings, gpu: Gpu | None = None) -> dict[str, str] | None:
@@ -232,13 +145,6 @@ def harness_argv(
         *(command, "--target", settings.target, "--kernel", settings.kernel_file),
         *("--suite", suite, "--quiet", "--time-budget", f"{BUDGET_SHARE * timeout:.0f}"),
     ]
-
-
-def relay_input(nonce: str, kernel: bytes | None) -> str:
-    """The relay's stdin: the nonce, then (scorer relay) the kernel's bytes in base64."""
-    if kernel is None:
-        return nonce + "\n"
-    return f"{nonce}\n{base64.b64encode(kernel).decode('ascii')}\n"
 
 
 _RUNS: weakref.WeakKeyDictionary[object, anyio.Lock] = weakref.WeakKeyDictionary()

@@ -3,8 +3,9 @@
 :data:`RELAY` runs the harness where the agent works (the local sandbox) and prints the verdict
 on the harness's own channel; :data:`SCORER_RELAY` runs it in the container sandboxes'
 :data:`SCORER_SERVICE` service, where the agent never runs a command, from the kernel's bytes
-alone. :mod:`evals.bench.scoring.harness_exec` starts them and reads what they print. They use the
-standard library and the harness only: the sandbox's image may lack inspect_ai.
+alone. :mod:`evals.bench.scoring.harness_exec` starts them, and :mod:`evals.bench.scoring.relay_io`
+reads and checks what they print. They use the standard library and the harness only: the
+sandbox's image may lack inspect_ai.
 """
 
 from __future__ import annotations
