@@ -13,12 +13,10 @@ from typing import Any
 
 from evals.bench.scoring.relays import RELAY_NOTE
 from evals.harness.failures import one_line
-from evals.harness.verdict.record import VERDICT_SCHEMA, Verdict
+from evals.harness.verdict.record import EXIT_STATUS, VERDICT_SCHEMA, Verdict
 
-__all__ = ["EXIT_STATUS", "check_verdict", "relay_input", "split_notes", "split_output"]
+__all__ = ["check_verdict", "relay_input", "split_notes", "split_output"]
 
-EXIT_STATUS = {"ok": 0, "failed": 1, "error": 2}
-"""The harness's exit status for each verdict status."""
 REQUIRED_KEYS = ("schema", "command", "kernel", "status", "scenarios", "aggregates")
 
 

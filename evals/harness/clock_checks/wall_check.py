@@ -229,12 +229,11 @@ def _batches(
     Raises:
         WallFailure: ``crash``: the worker exited during the check.
     """
+    clock = clock or time.perf_counter
     try:
         if candidate:
-            return measure(client, reported, settings, seed=seed, plan=plan,
-                           clock=clock or time.perf_counter)  # fmt: skip
-        return run_round(client, 0.0, settings, seed=seed, plan=plan,
-                         clock=clock or time.perf_counter), 1  # fmt: skip
+            return measure(client, reported, settings, seed=seed, plan=plan, clock=clock)
+        return run_round(client, 0.0, settings, seed=seed, plan=plan, clock=clock), 1
     except ProcessGone as exc:
         failure = Failure(Code.CRASH, "the worker exited during the wall-clock check")
         raise WallFailure(failure) from exc

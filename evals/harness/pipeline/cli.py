@@ -20,9 +20,9 @@ from evals.harness.run_settings import RunSettings
 from evals.harness.sandbox.process_tree import become_subreaper
 from evals.harness.targets import target_names
 from evals.harness.verdict import report
-from evals.harness.verdict.record import Verdict
+from evals.harness.verdict.record import EXIT_STATUS, Verdict
 
-EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_ERROR = EXIT_STATUS["error"]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -94,9 +94,7 @@ def _positive_seconds(text: str) -> float:
 
 def _status(verdict: Verdict) -> int:
     """The exit status a verdict's run ends with."""
-    if verdict.status == "error":
-        return EXIT_ERROR
-    return EXIT_OK if verdict.status == "ok" else EXIT_FAILED
+    return EXIT_STATUS[verdict.status]
 
 
 def _report(path: Path) -> int:

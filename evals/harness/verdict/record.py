@@ -14,6 +14,9 @@ from evals.harness.scenarios import Scenario
 
 VERDICT_SCHEMA = "kernelseek.verdict/1"
 Status = Literal["ok", "failed", "error"]
+EXIT_STATUS: dict[Status, int] = {"ok": 0, "failed": 1, "error": 2}
+"""The exit status of a harness run ending with each verdict status (the CLI's, and what a
+relay's caller holds the verdict to)."""
 
 
 @dataclass
