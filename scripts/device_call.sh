@@ -4,7 +4,8 @@
 # inspect-ai; /tmp survives between calls while the machine stays warm, and each set is
 # installed once all its files have arrived), compile bytecode, then run the named steps;
 # everything lands in $OUT/<tag>.tgz (one file back). Usage:
-#   bash scripts/device_call.sh TAG STEP...   (steps: gputests-time, devtime, start-dev,
+#   bash scripts/device_call.sh TAG STEP...   (steps: gputests-time, devtime, start-dev, start-dev2
+#   (twice: the machine's first score, then a warm one),
 #   selfcheck-dev, selfcheck-dev2, selfcheck-dev3, start-full, gputests-all, gputests-cheats, gputests-rest,
 #   gputests-static, gputests-honest, gputests-integrity, faster-dev, rows, ncu,
 #   fa4-support (which dev/full scenarios and draws FA4 runs here: benchmarks/fa4_support.py),
@@ -70,6 +71,7 @@ for step in "$@"; do
     gputests-time) python3 -m pytest -m gpu tests/gpu/test_device_time.py -q -p no:cacheprovider -rA 2>&1 | tee "$work/gputests-time.log" | tail -5 ;;
     devtime) python3 benchmarks/device_time.py --out "$work/devtime" > "$work/devtime.log" 2>&1; tail -4 "$work/devtime.log" ;;
     start-dev) python3 benchmarks/gpu_target.py --out "$work/runs" start-dev 2>&1 | grep -E "SUMMARY|note|Error" ;;
+    start-dev2) python3 benchmarks/gpu_target.py --out "$work/runs" 'start-dev*2' 2>&1 | grep -E "SUMMARY|note|Error" ;;
     selfcheck-dev) python3 benchmarks/gpu_target.py --out "$work/runs" selfcheck-dev 2>&1 | grep -E "SUMMARY|Error" ;;
     selfcheck-dev3) python3 benchmarks/gpu_target.py --out "$work/runs" 'selfcheck-dev*3' 2>&1 | grep -E "SUMMARY|Error" ;;
     selfcheck-dev2) python3 benchmarks/gpu_target.py --out "$work/runs" 'selfcheck-dev*2' 2>&1 | grep -E "SUMMARY|Error" ;;
