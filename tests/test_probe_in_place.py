@@ -14,8 +14,7 @@ import torch
 
 from evals.harness import Code
 from evals.harness.judging import judge
-from evals.harness.targets import get_target
-from evals.harness.worker import serve
+from evals.harness.targets import get_target, guards
 from evals.harness.worker.serve import Worker
 from evals.harness.worker_link import channel
 
@@ -35,8 +34,7 @@ def scenario(target):
 @pytest.fixture
 def too_large(monkeypatch):
     """Every input set counts as too large to copy twice, in the worker and in the parent."""
-    monkeypatch.setattr(serve, "CLONE_LIMIT_BYTES", 0)
-    monkeypatch.setattr(judge, "CLONE_LIMIT_BYTES", 0)
+    monkeypatch.setattr(guards, "CLONE_LIMIT_BYTES", 0)
 
 
 def _probe(worker, scenario):

@@ -15,7 +15,7 @@ from evals.harness.judging.judge_time import time_scenario
 from evals.harness.measurement.gpu import release_cached_memory
 from evals.harness.scenarios import Scenario
 from evals.harness.targets.base import Target
-from evals.harness.targets.guards import CLONE_LIMIT_BYTES, input_bytes
+from evals.harness.targets.guards import too_large_to_copy_twice
 from evals.harness.verdict.record import ScenarioResult
 from evals.harness.verification.sampled_check import check_sampled
 from evals.harness.verification.verify import (
@@ -214,7 +214,7 @@ def _check_probe_outputs(
     """
     seed_b, seed_c = seeds
     inputs = target.make_inputs(scenario, seed_b)
-    in_place = input_bytes(inputs) > CLONE_LIMIT_BYTES
+    in_place = too_large_to_copy_twice(inputs)
     owed = 1 if in_place else len(_PROBE_HOWS)
     if len(outputs) != owed:
         reason = f"the probe's worker answered with {len(outputs)} outputs, not {owed}"

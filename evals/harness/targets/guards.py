@@ -48,6 +48,15 @@ def input_bytes(inputs: Mapping[str, Any]) -> int:
     return sum(t.numel() * t.element_size() for t in _tensors(inputs).values())
 
 
+def too_large_to_copy_twice(inputs: Mapping[str, Any]) -> bool:
+    """Whether the anti-caching probe runs in place on ``inputs`` (no room for two copies).
+
+    The worker and the parent each decide it, from the same inputs: the parent never takes the
+    worker's word for which probe ran.
+    """
+    return input_bytes(inputs) > CLONE_LIMIT_BYTES
+
+
 def _checksum(t: torch.Tensor) -> tuple[float, float]:
     """Sum and position-weighted sum of the bytes of ``t``, computed in chunks."""
     flat = t.detach().reshape(-1).view(torch.uint8)

@@ -27,12 +27,12 @@ from evals.harness.measurement.timing import Timer, TimingSettings, call_seed, m
 from evals.harness.scenarios import Scenario
 from evals.harness.targets import Inputs, Target
 from evals.harness.targets.guards import (
-    CLONE_LIMIT_BYTES,
     KEEP_INPUTS_BYTES,
     KEEP_TIMED_BYTES,
     InputGuard,
     aliasing,
     input_bytes,
+    too_large_to_copy_twice,
 )
 from evals.harness.tracing.trace import Recorder
 from evals.harness.worker.errors import (
@@ -140,7 +140,7 @@ class Worker:
         """
         scenario = Scenario(**req["scenario"])
         b = self.target.make_inputs(scenario, req["seed_b"])
-        if input_bytes(b) > CLONE_LIMIT_BYTES:  # two more copies would break the memory budget
+        if too_large_to_copy_twice(b):  # two more copies would break the memory budget
             return self._probe_in_place(scenario, b, req["seed_c"])
         a = self.target.make_inputs(scenario, req["seed_a"])
         fn_a = self.prepare(a)
