@@ -4,16 +4,18 @@ Builds two variants of the corpus kernel ``tests/cheats/cpu_attention/timer_forg
 skip no call: one whose forged clock runs at ``--keep`` of the real pace while a call runs (it
 reports that share of each call; within every bound at 5/7), and its honest twin (the same
 source, the clock untouched). Both are benched on ``--suite`` with the same seed, one after
-the other; per seed, one JSON line: the geomean over the scenarios both timed of the forged
-kernel's time over its twin's, by the worker's own figures (``timing.worker_us``: what the
-speedups used before cpu_attention 19) and by the figures that count. Below 1 the forge gains.
+the other (``--runs`` times each, in turn); per seed, one JSON line: the geomean over the
+scenarios both timed of the forged kernel's time over its twin's, each scenario's best over
+the runs, by the worker's own figures (``timing.worker_us``: what the speedups used before
+cpu_attention 19) and by the figures that count. Below 1 the forge gains.
 
-Usage: python benchmarks/cpu_forge_gain.py --seeds 11 12 [--keep 5/7] [--suite smoke]
+Usage: python benchmarks/cpu_forge_gain.py --seeds 11 12 [--keep 5/7] [--suite smoke] [--runs 4]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -75,30 +77,52 @@ def _first_failure(verdict: Verdict) -> str | None:
     return None if verdict.failure is None else f"{verdict.failure.code}: {verdict.failure.reason}"
 
 
+def _line(seed: int, forged: Sequence[Verdict], twin: Sequence[Verdict]) -> dict[str, object]:
+    """One seed's JSON line: each run's status, and the ratios over the runs that passed.
+
+    ``*_forged_over_twin``: each scenario's best over the runs; ``figure_single_runs``: the
+    n-th forged run over the n-th twin run; ``figure_twin_spread``: the smallest and largest
+    ratio of one twin run to another (what noise alone does to one run).
+    """
+    line: dict[str, object] = {"seed": seed, "status": [v.status for v in (*forged, *twin)]}
+    line["failures"] = [_first_failure(v) for v in (*forged, *twin)]
+    ok_forged = [v for v in forged if v.status == "ok"]
+    ok_twin = [v for v in twin if v.status == "ok"]
+    if not ok_forged or not ok_twin:
+        return line
+    worker, n = ratio(ok_forged, ok_twin, of="worker")
+    line |= {"runs": [len(ok_forged), len(ok_twin)], "scenarios": n,
+             "worker_forged_over_twin": worker,
+             "figure_forged_over_twin": ratio(ok_forged, ok_twin, of="figure")[0],
+             "figure_single_runs": [ratio([f], [t], of="figure")[0]
+                                    for f, t in zip(ok_forged, ok_twin, strict=False)]}  # fmt: skip
+    pairs = [ratio([a], [b], of="figure")[0] for a, b in itertools.combinations(ok_twin, 2)]
+    if pairs:
+        line["figure_twin_spread"] = [min(pairs), max(pairs)]
+    return line
+
+
 def main(argv: list[str]) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[11])
     parser.add_argument("--keep", type=Fraction, default=Fraction(5, 7))
     parser.add_argument("--suite", default="smoke")
+    parser.add_argument("--runs", type=int, default=1, help="runs of each kernel per seed, in turn")
     args = parser.parse_args(argv)
     if not 0 < args.keep < 1:
         parser.error("--keep must be a fraction between 0 and 1, e.g. 5/7")
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     with tempfile.TemporaryDirectory() as folder:
         forged, twin = variants(Path(folder), args.keep)
         for seed in args.seeds:
             verdicts = [
                 evaluate(RunSettings("bench", "cpu_attention", k, suite=args.suite, seed=seed))
+                for _ in range(args.runs)
                 for k in (forged, twin)
             ]
-            line: dict[str, object] = {"seed": seed, "status": [v.status for v in verdicts]}
-            line["failures"] = [_first_failure(v) for v in verdicts]
-            if all(v.status == "ok" for v in verdicts):
-                runs = [verdicts[:1], verdicts[1:]]
-                worker, n = ratio(*runs, of="worker")
-                line |= {"scenarios": n, "worker_forged_over_twin": worker,
-                         "figure_forged_over_twin": ratio(*runs, of="figure")[0]}  # fmt: skip
-            print(json.dumps(line), flush=True)
+            print(json.dumps(_line(seed, verdicts[::2], verdicts[1::2])), flush=True)
     return 0
 
 

@@ -214,35 +214,50 @@ def test_write_escape_is_a_sandbox_violation_where_files_are_writable(tmp_path, 
         _remove([p for p, _ in tried] + _escape_targets())
 
 
+GAIN_BOUND = 1.15
+"""What the forge may read faster than its twin, by each scenario's best figure over the runs."""
+
+
 @pytest.mark.long
 def test_a_forged_clock_within_every_bound_gains_nothing_on_the_cpu(tmp_path, monkeypatch):
     # issue 40: a clock forged no further than the round audit scales and the wall-clock check
     # allows (before: 1.38x and 1.87x its honest twin, exit 0). The worker's figures still show
     # the forge; every speedup's time is the parent's (evals/harness/clock_checks/parent_figure.py),
     # for the upstream too, so the forged kernel's times match its twin's, scored on the same seed.
-    # Each is benched twice, in turn, and each scenario's best time counts: one run beside
-    # load strayed 0.82x its twin's with no forge taking part
+    # Both are benched in turn and each scenario's best time counts; a run beside load is far
+    # off its truth, and only ever slower (noise only adds time), so while the forge reads
+    # ahead, two more runs each: one core kept busy, one run of a kernel read 0.84-1.43x
+    # another of the same kernel, the best of four of each 1.06x (results/measurements/cpu/
+    # 2026-12-07-s44-forge/); the forge once read 1.18x ahead by the best of two, in CI
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     forged, twin = variants(tmp_path, Fraction(5, 7))  # benchmarks/cpu_forge_gain.py
+    runs: list[Verdict] = []
+    for _ in range(3):
+        runs += _forge_and_twin(forged, twin)
+        if any(v.status == "failed" for v in runs[::2]):  # a busy host can push it over a bound
+            first = _failures(next(v for v in runs[::2] if v.status == "failed"))[0]
+            assert first.code == Code.TIMING_MISMATCH, first
+            return
+        timed = [r for v in runs for r in v.results if "candidate" in r.times]
+        assert timed and all(r.timing["figure"] == "parent" for r in timed)
+        figure, _ = ratio(runs[::2], runs[1::2], of="figure")
+        if figure > 1 / GAIN_BOUND:
+            break
+    worker, shared = ratio(runs[::2], runs[1::2], of="worker")
+    assert shared >= 5
+    assert worker < 0.9, f"the forge did not take: the worker's own figures at {worker:.2f}x"
+    assert figure > 1 / GAIN_BOUND, (
+        f"a forged clock gained {1 / figure:.2f}x over {len(runs) // 2} runs each "
+        f"(worker: {1 / worker:.2f}x)"
+    )
+
+
+def _forge_and_twin(forged: Path, twin: Path) -> list[Verdict]:
+    """Each kernel benched twice on seed 11, in turn: forged, twin, forged, twin."""
     runs = [
         evaluate(RunSettings("bench", "cpu_attention", kernel, suite="smoke", seed=11))
         for kernel in (forged, twin, forged, twin)
     ]
     for verdict in runs[1::2]:
         assert verdict.status == "ok", _failures(verdict)
-    if any(v.status == "failed" for v in runs[::2]):  # a busy host can push it over a bound
-        first = _failures(next(v for v in runs[::2] if v.status == "failed"))[0]
-        assert first.code == Code.TIMING_MISMATCH, first
-        return
-    for verdict in runs:
-        timed = [r for r in verdict.results if "candidate" in r.times]
-        assert timed and all(r.timing["figure"] == "parent" for r in timed)
-    # each scenario's best time over a kernel's two runs counts
-    worker, shared = ratio(runs[::2], runs[1::2], of="worker")
-    figure, _ = ratio(runs[::2], runs[1::2], of="figure")
-    assert shared >= 5
-    assert worker < 0.9, f"the forge did not take: the worker's own figures at {worker:.2f}x"
-    # single runs (benchmarks/cpu_forge_gain.py, seeds 11-15, beside a full test run): the
-    # worker's figures 0.68-0.86x the twin's (what counted before), the parent's 0.82-1.06x
-    assert figure > 1 / 1.15, f"a forged clock gained {1 / figure:.2f}x (worker: {1 / worker:.2f}x)"
-
+    return runs

@@ -81,7 +81,8 @@ def test_a_forge_that_over_subtracted_parts_let_pass_fails_against_the_null_batc
     worker = OverheadWorker(true_us)
     plan = wall_clock.Plan(ping_s=300e-6, verify=OverCharging(),
                            null=FakeNull(worker) if null else None)  # fmt: skip
-    batches, _ = wall_clock.measure(worker, forged, GPU_GATED_WALL, plan=plan, clock=worker.clock)
+    measured = wall_clock.measure(worker, forged, GPU_GATED_WALL, plan=plan, clock=worker.clock)
+    batches = measured.batches
     reading = conclude(batches, forged, GPU_GATED_WALL, None)
     failure = judge(reading, forged, GPU_GATED_WALL)
     if null:
@@ -96,9 +97,9 @@ def test_a_forge_that_over_subtracted_parts_let_pass_fails_against_the_null_batc
 def test_an_honest_call_passes_against_the_null_batch():
     worker = OverheadWorker(1000.0)
     plan = wall_clock.Plan(ping_s=300e-6, verify=OverCharging(), null=FakeNull(worker))
-    batches, rounds = wall_clock.measure(worker, 1000.0, GPU_GATED_WALL, plan=plan,
-                                         clock=worker.clock)  # fmt: skip
-    assert rounds == 1
+    measured = wall_clock.measure(worker, 1000.0, GPU_GATED_WALL, plan=plan, clock=worker.clock)
+    batches = measured.batches
+    assert measured.rounds == 1
     assert judge(conclude(batches, 1000.0, GPU_GATED_WALL, None), 1000.0, GPU_GATED_WALL) is None
     assert all(b.null_s is not None for b in batches)
 

@@ -228,6 +228,25 @@ def test_only_batches_of_the_planned_size_decide():
     assert judge(reading, 1.0, CPU_WALL).code == Code.TIMING_MISMATCH
 
 
+def _first_round(reported, *, parent_sized):
+    """The first round's batches on a worker whose requests cost 200 us past the round trip."""
+    worker = FakeWorker(true_us=20.0, overhead_us=500.0)
+    plan = wall_clock.Plan(ping_s=300e-6, parent_sized=parent_sized)
+    measured = wall_clock.measure(worker, reported, CPU_WALL, plan=plan, clock=worker.clock)
+    return measured.batches[: measured.first]
+
+
+def test_a_cpu_figures_batches_are_sized_without_the_report():
+    # back to back a call reads 20 us and what the round trip leaves of a request's overhead,
+    # under the timing loop's 40 us: sized from the reports, a forge claiming 5/7 of them ran
+    # longer batches, which spread the overhead thinner, and read faster than its honest twin
+    honest, forged = (_first_round(r, parent_sized=False) for r in (40.0, 40.0 * 5 / 7))
+    assert read(forged).per_call_us < 0.96 * read(honest).per_call_us
+    honest, forged = (_first_round(r, parent_sized=True) for r in (40.0, 40.0 * 5 / 7))
+    assert [b.calls for b in forged] == [b.calls for b in honest]
+    assert read(forged).per_call_us == read(honest).per_call_us
+
+
 def test_a_slow_call_is_one_batch_within_the_budget():
     worker = FakeWorker(true_us=360_000.0)
     batches = wall_clock.run_round(worker, 360_000.0, CPU_WALL, plan=CHANNEL,
@@ -443,6 +462,20 @@ def test_a_burst_of_load_passes_on_the_second_round(fake_verification):
     assert wall_check.check(_session(worker), result.scenario, result, clock=worker.clock) is None
     assert result.timing["wall"]["rounds"] == 2
     assert result.timing["wall"]["batches"] == 3 * CPU_WALL.batches
+
+
+def test_later_rounds_decide_the_check_and_never_the_figure(fake_verification):
+    # the burst slows the first round 4-fold and the second passes; the figure stays the first
+    # round's, as an upstream's has one round: a forged report fails rounds at will, and the
+    # more batches, the smaller the fastest
+    worker = FakeWorker(true_us=100.0, slow_batches=CPU_WALL.batches, extra_us=300.0)
+    result = _result(100.0, 100.0)
+    assert wall_check.check(_session(worker), result.scenario, result, clock=worker.clock) is None
+    wall = result.timing["wall"]
+    assert wall["rounds"] == 2 and wall["per_call_us"] == pytest.approx(100.0)
+    assert wall["figure_batches"] == CPU_WALL.batches
+    assert wall["figure_us"]["median_us"] == pytest.approx(400.0)
+    assert wall["gross_us"]["median_us"] == pytest.approx(400.0)
 
 
 def test_a_busy_hosts_wake_ups_pass_in_the_later_longer_rounds(fake_verification):

@@ -7,7 +7,10 @@ worker's medians decide when a timing round has converged and what the wall-cloc
 to, and the figure is the parent's: the wall-clock check's batches of back-to-back calls on fresh
 queries (:mod:`evals.harness.clock_checks.wall_check`), metered by the kernel's count of the
 worker's CPU time (its busiest thread's: :mod:`evals.harness.measurement.process_clock`), the
-fastest batch per call (:func:`evals.harness.clock_checks.wall_reading.figure_stats`). Each upstream
+fastest batch per call (:func:`evals.harness.clock_checks.wall_reading.figure_stats`) of the
+check's first round, sized from the parent's readings alone: the rounds that follow a U the
+worker's reports do not explain decide the check, never the figure (a forged report, which
+fails rounds at will, once bought more and longer batches than its twin ran). Each upstream
 is measured the same way in the upstreams' own worker, on the same input sets
 (:func:`evals.harness.clock_checks.wall_check.upstream_figure`): the same batches, outputs kept and
 digested alike.

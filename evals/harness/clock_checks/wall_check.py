@@ -19,13 +19,13 @@ from evals.harness.clock_checks.null_batches import Kept
 from evals.harness.clock_checks.wall_clock import (
     Clock,
     Plan,
+    Rounds,
     WallFailure,
     measure,
     most_calls,
     run_round,
 )
 from evals.harness.clock_checks.wall_reading import (
-    Batch,
     Reading,
     bound_us,
     conclude,
@@ -117,8 +117,7 @@ def check(
 class _Run:
     """One check's batches, the rounds they took, and how they were run and verified."""
 
-    batches: list[Batch]
-    rounds: int
+    rounds: Rounds
     verifier: BatchVerifier
     plan: Plan
     settings: WallSettings
@@ -178,7 +177,7 @@ def _run(
         t_prepare = time.monotonic()  # the worker making its input sets and flips
         client.request(prepare if candidate else {**prepare, "impl": impl}, timeout_s=timeout)
         prepare_s = time.monotonic() - t_prepare
-        batches, rounds = _batches(client, reported, settings, seed, plan, clock, candidate)
+        rounds = _batches(client, reported, settings, seed, plan, clock, candidate)
         verifier.settle()  # the outputs' accuracy, now that the worker let its inputs go
     finally:
         spent = time.monotonic() - t0
@@ -186,7 +185,7 @@ def _run(
         session.tally.reference_s += verifier.seconds
         for part, seconds in {**verifier.parts, "wall_prepare": prepare_s}.items():
             result.seconds[part] = result.seconds.get(part, 0.0) + seconds
-    return _Run(batches, rounds, verifier, plan, settings)
+    return _Run(rounds, verifier, plan, settings)
 
 
 def _plan(
@@ -209,6 +208,7 @@ def _plan(
         meter=meter,
         q_numel=verifier.q_numel,
         gated=gated_setup.link(client) if gate and verifier.q_numel else None,
+        parent_sized=session.target.device == "cpu",
     )
 
 
@@ -220,7 +220,7 @@ def _batches(
     plan: Plan,
     clock: Clock | None,
     candidate: bool,
-) -> tuple[list[Batch], int]:
+) -> Rounds:
     """The prepared worker's batches and the rounds they took; its inputs let go after.
 
     The candidate's rounds follow while U fails; an upstream's is one round sized from the
@@ -233,7 +233,8 @@ def _batches(
     try:
         if candidate:
             return measure(client, reported, settings, seed=seed, plan=plan, clock=clock)
-        return run_round(client, 0.0, settings, seed=seed, plan=plan, clock=clock), 1
+        batches = run_round(client, 0.0, settings, seed=seed, plan=plan, clock=clock)
+        return Rounds(batches, 1, len(batches))
     except ProcessGone as exc:
         failure = Failure(Code.CRASH, "the worker exited during the wall-clock check")
         raise WallFailure(failure) from exc
@@ -265,7 +266,7 @@ def _record(
     name = key.removesuffix("_clock")
     result.timing[f"{name}_us"] = reading.per_call_us
     result.timing[name] = figures
-    session.tally.candidate_s += sum(max(0.0, b.wall_s - b.ping_s) for b in run.batches)
+    session.tally.candidate_s += sum(max(0.0, b.wall_s - b.ping_s) for b in run.rounds.batches)
     bound = float(figures["bound_us"])  # the same bound the record holds
     failure = judge(reading, reported, settings)
     if failure is not None and result.scenario.contract:
@@ -275,7 +276,7 @@ def _record(
         result.checks[key] = f"failed: {failure.reason}"
         return failure
     if run.plan.null is not None:  # judged again once the candidate is gone (null_recheck.py)
-        kept = Kept(key, tuple(run.batches), reported, settings, most_calls(run.plan),
+        kept = Kept(key, tuple(run.rounds.batches), reported, settings, most_calls(run.plan),
                     run.plan.null)  # fmt: skip
         session.null_rechecks.setdefault(result.scenario.id, []).append(kept)
     cpu = isinstance(run.plan.meter, CpuMeter)
@@ -292,29 +293,48 @@ def _record(
 
 
 def _reading(session: Session, run: _Run, reported: float) -> tuple[Reading, dict[str, Any]]:
-    """The batches' reading and the figures behind it, for the verdict."""
+    """The batches' reading and the figures behind it, for the verdict.
+
+    The reading (U, which the check judges) is over every round; ``figure_us`` and
+    ``gross_us`` are :func:`_figure_reading`'s, and so are the flips and digests per call.
+    """
     settings = run.settings
-    reading = conclude(run.batches, reported, settings, most_calls(run.plan))
-    batches = run.batches
+    rounds = run.rounds
+    reading = conclude(rounds.batches, reported, settings, most_calls(run.plan))
+    figure = _figure_reading(run)
+    first = rounds.batches[: rounds.first]
     link = run.plan.gated
     # gated: the worker's batches thrown away so far in this run (arming blocked), and the
     # calls a batch may now hold
     arming = {} if link is None else {"arm_blocked": link.blocked, "arm_ceiling": link.ceiling}
     return reading, {
         **reading.to_json(),
-        "rounds": run.rounds,
+        "rounds": rounds.rounds,
         "reported_us": reported,
         "bound_us": bound_us(reported, settings, reading.best_calls),
         "verified": run.verifier.verified,
         # per call of a batch (a larger batch's total over the best batch's calls overstated it)
-        "digest_us": max(b.digest_s / b.calls for b in batches) * 1e6,
-        "flip_us": max(b.flip_s / b.calls for b in batches) * 1e6,
+        "digest_us": max(b.digest_s / b.calls for b in first) * 1e6,
+        "flip_us": max(b.flip_s / b.calls for b in first) * 1e6,
         "meter": "worker_cpu" if isinstance(run.plan.meter, CpuMeter) else "parent_wall",
         "gated": link is not None,
         **arming,
-        "figure_us": figure_stats(reading).to_json(),
-        "gross_us": figure_stats(reading, gross=True).to_json(),
+        "figure_batches": figure.batches,
+        "figure_us": figure_stats(figure).to_json(),
+        "gross_us": figure_stats(figure, gross=True).to_json(),
     }
+
+
+def _figure_reading(run: _Run) -> Reading:
+    """The reading of the check's first round alone, whatever the candidate reported.
+
+    The same for every implementation: one round of ``settings.batches`` batches (a CPU
+    target's sized from the parent's readings alone, :attr:`Plan.parent_sized`), the planned
+    size from those readings. Later rounds follow only a U its reports did not explain, so a
+    forged report would buy more batches and a smaller fastest one; an upstream never has them.
+    """
+    first = run.rounds.batches[: run.rounds.first]
+    return conclude(first, 0.0, run.settings, most_calls(run.plan))
 
 
 def upstream_figure(
@@ -357,7 +377,7 @@ def upstream_figure(
     reading, figures = _reading(session, run, 0.0)
     del figures["bound_us"]  # nothing is judged
     result.timing.setdefault(record, {})[name] = {**figures, "reported_us": reported}
-    session.tally.upstream_s += sum(max(0.0, b.wall_s - b.ping_s) for b in run.batches)
+    session.tally.upstream_s += sum(max(0.0, b.wall_s - b.ping_s) for b in run.rounds.batches)
     return figure_stats(reading, gross=gross)
 
 

@@ -123,6 +123,11 @@ class Plan:
             subtract from each batch of the same size
             (:mod:`evals.harness.clock_checks.null_batches`); None: the round trip, flips and
             digests are subtracted instead.
+        parent_sized: Size the first round from the parent's readings alone, never from the
+            reported figure. On a CPU target that round is the figure every speedup uses
+            (:mod:`evals.harness.clock_checks.parent_figure`), measured as each upstream's is:
+            a forged clock's smaller report once bought it longer batches there, whose
+            per-request costs spread thinner.
     """
 
     ping_s: float = 0.0
@@ -133,6 +138,25 @@ class Plan:
     q_numel: int = 0
     gated: GatedLink | None = None
     null: NullBatches | None = None
+    parent_sized: bool = False
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """A check's batches and the rounds they took.
+
+    Attributes:
+        batches: Every round's batches, in the order they ran.
+        rounds: The rounds run.
+        first: How many of ``batches`` the first round ran: the figure's batches (``figure_us``
+            in :mod:`evals.harness.clock_checks.wall_check`'s record). Later rounds run only
+            while U fails, which a forged report brings about: the more batches, the smaller
+            the fastest, so they decide the check and never the figure.
+    """
+
+    batches: list[Batch]
+    rounds: int
+    first: int
 
 
 def run_round(
@@ -303,14 +327,17 @@ def measure(
     seed: int = 0,
     plan: Plan = Plan(),
     clock: Clock = time.perf_counter,
-) -> tuple[list[Batch], int]:
+) -> Rounds:
     """The batches behind U and the rounds they took (see :class:`WallSettings`).
 
-    A first round within ``budget_s``; while U fails :func:`judge`, up to ``retries`` more
-    rounds of twice the batches each, none started after ``max_s``.
+    A first round within ``budget_s`` (sized from the parent's readings alone where
+    ``plan.parent_sized``); while U fails :func:`judge`, up to ``retries`` more rounds of
+    twice the batches each, none started after ``max_s``.
     """
     start = clock()
-    batches = run_round(client, reported, settings, seed=seed, plan=plan, clock=clock)
+    sizing = 0.0 if plan.parent_sized else reported
+    batches = run_round(client, sizing, settings, seed=seed, plan=plan, clock=clock)
+    first = len(batches)
     rounds, count = 1, settings.batches
     while rounds <= settings.retries:
         reading = conclude(batches, reported, settings, most_calls(plan))
@@ -333,7 +360,7 @@ def measure(
             scale=float(GROWTH**rounds),
         )
         rounds += 1
-    return batches, rounds
+    return Rounds(batches, rounds, first)
 
 
 def _metered(clock: Clock) -> Meter:
