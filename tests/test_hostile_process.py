@@ -226,8 +226,8 @@ def test_a_forged_clock_within_every_bound_gains_nothing_on_the_cpu(tmp_path, mo
     # for the upstream too, so the forged kernel's times match its twin's, scored on the same seed.
     # Both are benched in turn and each scenario's best time counts; a run beside load is far
     # off its truth, and only ever slower (noise only adds time), so while the forge reads
-    # ahead, two more runs each: one core kept busy, one run of a kernel read 0.84-1.43x
-    # another of the same kernel, the best of four of each 1.06x (results/measurements/cpu/
+    # ahead, two more runs each: one core kept busy, one run of the twin read 0.51-1.05x
+    # another, the forge 1.15x behind by the best of its runs (results/measurements/cpu/
     # 2026-12-07-s44-forge/); the forge once read 1.18x ahead by the best of two, in CI
     monkeypatch.delenv("KERNELSEEK_SANDBOX", raising=False)
     forged, twin = variants(tmp_path, Fraction(5, 7))  # benchmarks/cpu_forge_gain.py
