@@ -41,8 +41,14 @@ def test_every_speedup_is_made_of_the_parents_figures(doc):
         small = timing["small_call"]
         key = "gross_us" if small else "figure_us"
         records = {"candidate": timing["wall"], "sdpa": timing["upstream_wall"]["sdpa"]}
-        assert timing["wall"]["figure_us"]["median_us"] == pytest.approx(timing["wall_us"])
-        assert timing["upstream_wall"]["sdpa"]["batches"] >= 2
+        # the figure is the check's first round's, as the upstream's is its one round's; U,
+        # which the check judges, counts every round (and, one round run, those batches or more)
+        wall, upstream = timing["wall"], timing["upstream_wall"]["sdpa"]
+        assert 1 <= wall["figure_batches"] <= wall["batches"]
+        if wall["rounds"] == 1:
+            assert wall["figure_batches"] == wall["batches"]
+            assert wall["figure_us"]["median_us"] >= timing["wall_us"] - 1e-9
+        assert upstream["figure_batches"] == upstream["batches"] >= 2
         # small calls are decided once, on the candidate's first batches, for both sides
         costs = timing["wall"]["digest_us"] + timing["wall"]["flip_us"]
         assert small == (
