@@ -81,8 +81,8 @@ def _line(seed: int, forged: Sequence[Verdict], twin: Sequence[Verdict]) -> dict
     """One seed's JSON line: each run's status, and the ratios over the runs that passed.
 
     ``*_forged_over_twin``: each scenario's best over the runs; ``figure_single_runs``: the
-    n-th forged run over the n-th twin run; ``figure_twin_spread``: the smallest and largest
-    ratio of one twin run to another (what noise alone does to one run).
+    n-th passing forged run over the n-th passing twin run; ``figure_twin_spread``: the
+    smallest and largest ratio of one twin run to another (what noise alone does to one run).
     """
     line: dict[str, object] = {"seed": seed, "status": [v.status for v in (*forged, *twin)]}
     line["failures"] = [_first_failure(v) for v in (*forged, *twin)]

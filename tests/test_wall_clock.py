@@ -233,7 +233,7 @@ def _first_round(reported, *, parent_sized):
     worker = FakeWorker(true_us=20.0, overhead_us=500.0)
     plan = wall_clock.Plan(ping_s=300e-6, parent_sized=parent_sized)
     measured = wall_clock.measure(worker, reported, CPU_WALL, plan=plan, clock=worker.clock)
-    return measured.batches[: measured.first]
+    return measured.first_round
 
 
 def test_a_cpu_figures_batches_are_sized_without_the_report():

@@ -302,7 +302,7 @@ def _reading(session: Session, run: _Run, reported: float) -> tuple[Reading, dic
     rounds = run.rounds
     reading = conclude(rounds.batches, reported, settings, most_calls(run.plan))
     figure = _figure_reading(run)
-    first = rounds.batches[: rounds.first]
+    first = rounds.first_round
     link = run.plan.gated
     # gated: the worker's batches thrown away so far in this run (arming blocked), and the
     # calls a batch may now hold
@@ -333,8 +333,7 @@ def _figure_reading(run: _Run) -> Reading:
     size from those readings. Later rounds follow only a U its reports did not explain, so a
     forged report would buy more batches and a smaller fastest one; an upstream never has them.
     """
-    first = run.rounds.batches[: run.rounds.first]
-    return conclude(first, 0.0, run.settings, most_calls(run.plan))
+    return conclude(run.rounds.first_round, 0.0, run.settings, most_calls(run.plan))
 
 
 def upstream_figure(
@@ -374,11 +373,12 @@ def upstream_figure(
     except WallFailure as exc:
         reason = f"the upstreams' worker failed its wall-clock batches: {exc.failure.reason}"
         raise WorkerFailure(Failure(Code.HARNESS_ERROR, reason)) from exc
-    reading, figures = _reading(session, run, 0.0)
+    _, figures = _reading(session, run, 0.0)
     del figures["bound_us"]  # nothing is judged
     result.timing.setdefault(record, {})[name] = {**figures, "reported_us": reported}
     session.tally.upstream_s += sum(max(0.0, b.wall_s - b.ping_s) for b in run.rounds.batches)
-    return figure_stats(reading, gross=gross)
+    # the figure the record holds, read as the candidate's is (parent_figure._figure)
+    return TimingStats(**figures["gross_us" if gross else "figure_us"])
 
 
 def withhold(result: ScenarioResult, key: str, failure: Failure) -> None:

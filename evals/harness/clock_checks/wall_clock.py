@@ -158,6 +158,11 @@ class Rounds:
     rounds: int
     first: int
 
+    @property
+    def first_round(self) -> list[Batch]:
+        """The first round's batches: the figure's."""
+        return self.batches[: self.first]
+
 
 def run_round(
     client: Client,
